@@ -65,10 +65,12 @@ export default tseslint.config(
             message: 'Workflow code is deterministic: no Node builtins.',
           })),
           patterns: [
-            forbid(
-              ['api', 'engine', 'plugins', 'calc'],
-              'Workflow code imports only @temporalio/workflow and types.',
-            ),
+            forbid(['api', 'plugins', 'calc'], 'Workflow code imports only @temporalio/workflow and types.'),
+            {
+              group: layer('engine'),
+              allowTypeImports: true,
+              message: 'Workflow code may import only types from engine/.',
+            },
             {
               group: ['../activities', '../activities/**'],
               allowTypeImports: true,

@@ -9,6 +9,8 @@ module.exports = {
       { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
     ],
   },
+  // Dependencies that ship ESM only load through Node's require(esm); the npm script passes
+  // --experimental-vm-modules, which lets jest use it.
   transformIgnorePatterns: ['/node_modules/'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

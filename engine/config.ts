@@ -24,6 +24,9 @@ export interface Config {
   rateLimitPerMinute: number;
   logLevel: LogLevel;
   maxPayloadBytes: number;
+  ownerEmail: string;
+  /** Trust X-Forwarded-For from a load balancer in front of the api replicas. */
+  trustProxy: boolean;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -112,7 +115,25 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     default: '104857600',
     description: 'Maximum request body in bytes (100 MiB), also after gzip inflation; 413 beyond.',
   },
+  {
+    name: 'OWNER_EMAIL',
+    default: 'owner@localhost',
+    description: 'E-mail of the owner user created on the first start (with the first API key).',
+  },
+  {
+    name: 'TRUST_PROXY',
+    default: 'false',
+    description: 'Set `true` behind a load balancer so client addresses come from X-Forwarded-For.',
+  },
 ];
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${env[name]}"`);
+}
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -201,5 +222,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 120, 1, 1_000_000),
     logLevel: logLevel as LogLevel,
     maxPayloadBytes: integer(env, 'MAX_PAYLOAD_BYTES', 104_857_600, 1024, 1_073_741_824),
+    ownerEmail: text(
+      env,
+      'OWNER_EMAIL',
+      'owner@localhost',
+      /^[^\s@]+@[^\s@]+$/,
+      'must be an e-mail address',
+    )!,
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
   };
 }

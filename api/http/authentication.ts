@@ -1,0 +1,131 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import {
+  authenticateAccessToken,
+  authenticateApiKey,
+  authenticateAuthToken,
+  type Principal,
+} from '../../engine/accounts/account-store';
+import type { Actor, AuditOperation } from '../../engine/audit/audit-trail';
+import type { Database } from '../../engine/db/database';
+import { Unauthorized } from '../../engine/errors';
+import { consumeRateLimit } from '../../engine/rate-limit/rate-limiter';
+import { TooManyRequests } from '../../engine/errors';
+import { DOCS_PREFIX } from './openapi';
+
+/**
+ * How a route authenticates:
+ * - `credentials` (default): Authorization header required; `key` on the query string is refused.
+ * - `webhook`: Authorization header, or else `key=<AUTH_TOKEN>` on the query string.
+ * - `optional`: credentials used when valid, never required (health check, unknown routes).
+ * - `none`: the route authenticates on its own (the OAuth token endpoint).
+ */
+export type AuthMode = 'credentials' | 'webhook' | 'optional' | 'none';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthMode;
+    /** Entity type named in ERROR/DENIED audit records of this route. */
+    auditEntity?: string;
+    auditOperation?: AuditOperation;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+    actor: Actor;
+  }
+}
+
+const UNAUTHORIZED = 'Unauthorized: missing or invalid credentials.';
+
+function parseAuthorization(
+  header: string,
+): { kind: 'pair'; sid: string; token: string } | { kind: 'oauth'; token: string } | null {
+  const space = header.indexOf(' ');
+  if (space < 0) return null;
+  const scheme = header.slice(0, space).toLowerCase();
+  const value = header.slice(space + 1).trim();
+  if (scheme === 'bearer') {
+    const colon = value.indexOf(':');
+    if (colon > 0) return { kind: 'pair', sid: value.slice(0, colon), token: value.slice(colon + 1) };
+    return value ? { kind: 'oauth', token: value } : null;
+  }
+  if (scheme === 'basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) return { kind: 'pair', sid: decoded.slice(0, colon), token: decoded.slice(colon + 1) };
+  }
+  return null;
+}
+
+function queryKey(request: FastifyRequest): string | undefined {
+  const query = request.query as Record<string, unknown> | undefined;
+  const key = query?.key;
+  return typeof key === 'string' ? key : undefined;
+}
+
+async function resolvePrincipal(
+  db: Database,
+  request: FastifyRequest,
+  mode: AuthMode,
+): Promise<Principal | null> {
+  const header = request.headers.authorization;
+  // A present Authorization header wins over `key`.
+  if (header !== undefined) {
+    const parsed = parseAuthorization(header);
+    if (!parsed) return null;
+    return parsed.kind === 'pair'
+      ? authenticateApiKey(db, parsed.sid, parsed.token)
+      : authenticateAccessToken(db, parsed.token);
+  }
+  const key = queryKey(request);
+  if (key !== undefined && mode === 'webhook') return authenticateAuthToken(db, key);
+  return null;
+}
+
+function auditSource(userAgent: string | undefined): 'API' | 'SDK' {
+  return userAgent && /everysk/i.test(userAgent) ? 'SDK' : 'API';
+}
+
+/**
+ * Resolves credentials, then charges the caller's rate-limit window (per account SID or OAuth
+ * client; per client address when unauthenticated) and sets the rate-limit headers, so even a 401
+ * or a 429 tells the client where it stands.
+ */
+export default fp(
+  async function authentication(app: FastifyInstance, options: { db: Database; rateLimitPerMinute: number }) {
+    const { db, rateLimitPerMinute } = options;
+    app.decorateRequest('principal', null);
+    app.decorateRequest('actor', {
+      getter(this: FastifyRequest): Actor {
+        if (!this.principal) throw new Unauthorized(UNAUTHORIZED);
+        return {
+          principal: this.principal,
+          source: auditSource(this.headers['user-agent']),
+          ip: this.ip,
+          userAgent: this.headers['user-agent'] ?? null,
+        };
+      },
+    });
+
+    app.addHook('onRequest', async (request, reply) => {
+      // Unknown routes answer 404 and the docs page is public: credentials are optional there.
+      const mode: AuthMode =
+        request.is404 || request.url.startsWith(DOCS_PREFIX)
+          ? 'optional'
+          : (request.routeOptions.config.auth ?? 'credentials');
+      const principal = mode === 'none' ? null : await resolvePrincipal(db, request, mode);
+      const bucket = principal ? `cred:${principal.credentialId}` : `ip:${request.ip}`;
+      const state = await consumeRateLimit(db, bucket, rateLimitPerMinute);
+      reply.header('X-Service-Rate-Limit-Allowed', state.allowed);
+      reply.header('X-Service-Rate-Limit-Remaining', state.remaining);
+      reply.header('X-Service-Rate-Limit-Reset', state.resetSeconds);
+      request.principal = principal;
+      if (state.limited) {
+        reply.header('Retry-After', state.resetSeconds);
+        throw new TooManyRequests();
+      }
+      if (!principal && (mode === 'credentials' || mode === 'webhook')) throw new Unauthorized(UNAUTHORIZED);
+    });
+  },
+  { name: 'authentication' },
+);

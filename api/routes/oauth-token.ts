@@ -1,0 +1,75 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { issueAccessToken } from '../../engine/accounts/account-store';
+import type { Database } from '../../engine/db/database';
+import { InvalidInput } from '../../engine/errors';
+import { errorResponses } from '../schemas/common';
+
+const TokenRequest = Type.Object({
+  grant_type: Type.String({ description: 'Must be `client_credentials`.' }),
+  client_id: Type.Optional(Type.String()),
+  client_secret: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String({ description: 'Ignored: a token carries its client user permissions.' })),
+});
+
+/** Client credentials may also come as HTTP Basic `client_id:client_secret` (RFC 6749 §2.3.1). */
+function basicCredentials(header: string | undefined): { id: string; secret: string } | null {
+  if (!header?.toLowerCase().startsWith('basic ')) return null;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  return {
+    id: decodeURIComponent(decoded.slice(0, colon)),
+    secret: decodeURIComponent(decoded.slice(colon + 1)),
+  };
+}
+
+/** Extension: OAuth 2.0 client-credentials token endpoint issuing bearer access tokens (1 hour). */
+const oauthTokenRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+  // RFC 6749 token requests are form-encoded; JSON is accepted too.
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
+
+  app.post(
+    '/oauth/token',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['Authentication (extension)'],
+        summary: 'Issue an OAuth 2.0 access token (client credentials grant)',
+        description:
+          'Extension. Send `grant_type=client_credentials` with `client_id` and `client_secret` in the form body ' +
+          'or as HTTP Basic credentials. Use the token as `Authorization: Bearer <access_token>` for one hour. ' +
+          'Clients are created with `pas oauth-clients create`.',
+        security: [],
+        body: TokenRequest,
+        response: {
+          200: Type.Object({
+            access_token: Type.String(),
+            token_type: Type.Literal('Bearer'),
+            expires_in: Type.Integer(),
+          }),
+          ...errorResponses(400),
+        },
+      },
+    },
+    async (request) => {
+      if (request.body.grant_type !== 'client_credentials') {
+        throw new InvalidInput('unsupported_grant_type: only client_credentials is supported.');
+      }
+      const basic = basicCredentials(request.headers.authorization);
+      const id = basic?.id ?? request.body.client_id;
+      const secret = basic?.secret ?? request.body.client_secret;
+      if (!id || !secret)
+        throw new InvalidInput('invalid_request: client_id and client_secret are required.');
+      return issueAccessToken(db, id, secret);
+    },
+  );
+};
+
+export default oauthTokenRoutes;

@@ -1,0 +1,46 @@
+import { connect } from 'node:net';
+import type { Config } from '../config';
+import { connectDatabase, type Database } from '../db/database';
+import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * The CLI's database: DATABASE_URL when set; else the embedded PostgreSQL of `npm start` if it is
+ * running, or started just for this command (and stopped after it) when it is not.
+ */
+export async function openCliDatabase(config: Config): Promise<{ db: Database; close(): Promise<void> }> {
+  if (config.databaseUrl) {
+    const db = connectDatabase(config.databaseUrl, 2);
+    return { db, close: () => db.destroy() };
+  }
+  if (await portOpen(config.embeddedPostgresPort)) {
+    const db = connectDatabase(
+      `postgres://postgres:postgres@127.0.0.1:${config.embeddedPostgresPort}/pas`,
+      2,
+    );
+    return { db, close: () => db.destroy() };
+  }
+  const postgres = await startEmbeddedPostgres({
+    dataDir: config.dataDir,
+    port: config.embeddedPostgresPort,
+    database: 'pas',
+  });
+  const db = connectDatabase(postgres.url, 2);
+  return {
+    db,
+    async close() {
+      await db.destroy();
+      await postgres.stop();
+    },
+  };
+}

@@ -1,0 +1,217 @@
+import { Command, Option } from 'commander';
+import {
+  createAccount,
+  createApiKey,
+  createOAuthClient,
+  createUser,
+  listAccounts,
+  listApiKeys,
+  listUsers,
+  PERMISSIONS,
+  revokeApiKey,
+  revokeOAuthClient,
+  setUserPermissions,
+} from '../accounts/account-store';
+import { loadConfig } from '../config';
+import { type Database, migrateLatest } from '../db/database';
+import { InvalidInput } from '../errors';
+import { openCliDatabase } from './cli-database';
+
+/** With one account (the usual self-hosted case) --account may be left out. */
+async function resolveAccount(db: Database, account: string | undefined): Promise<string> {
+  if (account) return account;
+  const accounts = await listAccounts(db);
+  if (accounts.length === 1) return accounts[0]!.id;
+  throw new InvalidInput(
+    accounts.length === 0
+      ? 'No account exists yet: run `npm start` once, or `pas accounts create`.'
+      : 'Several accounts exist: pass --account.',
+  );
+}
+
+function print(json: boolean, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+async function withDatabase(action: (db: Database) => Promise<void>): Promise<void> {
+  const handle = await openCliDatabase(loadConfig());
+  try {
+    await migrateLatest(handle.db);
+    await action(handle.db);
+  } finally {
+    await handle.close();
+  }
+}
+
+export function buildCli(): Command {
+  const program = new Command('pas').description(
+    'Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients.',
+  );
+  const json = new Option('--json', 'print JSON for scripts');
+
+  const accounts = program.command('accounts').description('Accounts (tenants)');
+  accounts
+    .command('create')
+    .requiredOption('--name <name>', 'account name')
+    .requiredOption('--owner-email <email>', 'e-mail of the owner user')
+    .addOption(json)
+    .action((opts: { name: string; ownerEmail: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const { accountId, owner } = await createAccount(db, {
+          name: opts.name,
+          ownerEmail: opts.ownerEmail,
+        });
+        const key = await createApiKey(db, {
+          accountId,
+          userId: owner.id,
+          description: 'created with the account',
+        });
+        print(
+          !!opts.json,
+          { account_id: accountId, owner_email: owner.email, ...key },
+          `Account ${accountId} (owner ${owner.email})\nAccount SID: ${key.account_sid}\nAuth token:  ${key.auth_token}`,
+        );
+      }),
+    );
+  accounts
+    .command('list')
+    .addOption(json)
+    .action((opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const rows = await listAccounts(db);
+        print(!!opts.json, rows, rows.map((a) => `${a.id}  ${a.name}`).join('\n'));
+      }),
+    );
+
+  const users = program.command('users').description('Users of an account and their permissions');
+  users
+    .command('create')
+    .requiredOption('--email <email>')
+    .option('--name <name>')
+    .option('--account <id>')
+    .option('--permission <permission...>', `any of: ${PERMISSIONS.join(', ')}`)
+    .addOption(json)
+    .action(
+      (opts: { email: string; name?: string; account?: string; permission?: string[]; json?: boolean }) =>
+        withDatabase(async (db) => {
+          const user = await createUser(db, await resolveAccount(db, opts.account), {
+            email: opts.email,
+            name: opts.name,
+            permissions: opts.permission,
+          });
+          print(!!opts.json, user, `User ${user.id} <${user.email}> [${user.permissions.join(', ')}]`);
+        }),
+    );
+  users
+    .command('list')
+    .option('--account <id>')
+    .addOption(json)
+    .action((opts: { account?: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const rows = await listUsers(db, await resolveAccount(db, opts.account));
+        print(
+          !!opts.json,
+          rows,
+          rows
+            .map((u) => `${u.id}  ${u.email}${u.is_owner ? ' (owner)' : ''}  [${u.permissions.join(', ')}]`)
+            .join('\n'),
+        );
+      }),
+    );
+  users
+    .command('permissions')
+    .argument('<user-id>')
+    .requiredOption('--set <permission...>', `any of: ${PERMISSIONS.join(', ')}`)
+    .action((userId: string, opts: { set: string[] }) =>
+      withDatabase(async (db) => {
+        const user = await setUserPermissions(db, userId, opts.set);
+        print(false, null, `User ${user.id}: [${user.permissions.join(', ')}]`);
+      }),
+    );
+
+  const keys = program.command('keys').description('API keys (account SID + auth token)');
+  keys
+    .command('create')
+    .option('--account <id>')
+    .option('--user <id>', 'user the key acts as (default: the owner)')
+    .option('--description <text>')
+    .addOption(json)
+    .action((opts: { account?: string; user?: string; description?: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const key = await createApiKey(db, {
+          accountId: await resolveAccount(db, opts.account),
+          userId: opts.user,
+          description: opts.description,
+        });
+        print(!!opts.json, key, `Account SID: ${key.account_sid}\nAuth token:  ${key.auth_token}`);
+      }),
+    );
+  keys
+    .command('list')
+    .option('--account <id>')
+    .addOption(json)
+    .action((opts: { account?: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const rows = await listApiKeys(db, await resolveAccount(db, opts.account));
+        print(
+          !!opts.json,
+          rows,
+          rows
+            .map(
+              (k) => `${k.sid}  user ${k.user_id}${k.revoked_at ? '  REVOKED' : ''}  ${k.description ?? ''}`,
+            )
+            .join('\n'),
+        );
+      }),
+    );
+  keys
+    .command('revoke')
+    .argument('<sid>')
+    .action((sid: string) =>
+      withDatabase(async (db) => {
+        await revokeApiKey(db, sid);
+        print(false, null, `Revoked ${sid}.`);
+      }),
+    );
+
+  const oauth = program.command('oauth-clients').description('OAuth 2.0 clients (client credentials grant)');
+  oauth
+    .command('create')
+    .requiredOption('--name <name>')
+    .option('--account <id>')
+    .option('--user <id>')
+    .addOption(json)
+    .action((opts: { name: string; account?: string; user?: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const client = await createOAuthClient(db, {
+          accountId: await resolveAccount(db, opts.account),
+          userId: opts.user,
+          name: opts.name,
+        });
+        print(
+          !!opts.json,
+          client,
+          `Client id:     ${client.client_id}\nClient secret: ${client.client_secret}`,
+        );
+      }),
+    );
+  oauth
+    .command('revoke')
+    .argument('<client-id>')
+    .action((clientId: string) =>
+      withDatabase(async (db) => {
+        await revokeOAuthClient(db, clientId);
+        print(false, null, `Revoked ${clientId}.`);
+      }),
+    );
+  return program;
+}
+
+if (require.main === module) {
+  buildCli()
+    .parseAsync(process.argv)
+    .catch((error: unknown) => {
+      console.error(error instanceof Error ? error.message : String(error));
+      process.exitCode = 1;
+    });
+}

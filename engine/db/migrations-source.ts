@@ -1,0 +1,14 @@
+import type { Knex } from 'knex';
+import * as foundation from '../../migrations/20261121000000_foundation';
+
+/**
+ * Migrations are listed here rather than discovered on disk, so they load the same way under
+ * tsx, jest and a bundled build. Append new ones; never reorder or edit an applied one.
+ */
+const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [['20261121000000_foundation', foundation]];
+
+export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
+  getMigrations: async () => [...MIGRATIONS],
+  getMigrationName: ([name]) => name,
+  getMigration: async ([, migration]) => migration,
+};

@@ -1,0 +1,55 @@
+/**
+ * Domain errors. Each carries the HTTP status the API answers with and a message that is safe to
+ * show a client; one handler in api/ turns them into `{code, message}`.
+ */
+export class DomainError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidInput extends DomainError {
+  constructor(message: string) {
+    super(400, message);
+  }
+}
+
+export class Unauthorized extends DomainError {
+  constructor(message = 'Unauthorized: missing or invalid credentials.') {
+    super(401, message);
+  }
+}
+
+export class Forbidden extends DomainError {
+  constructor(message = 'Forbidden: the credentials lack permission for this resource.') {
+    super(403, message);
+  }
+}
+
+export class NotFound extends DomainError {
+  constructor(message: string) {
+    super(404, message);
+  }
+}
+
+export class Conflict extends DomainError {
+  constructor(message: string) {
+    super(409, message);
+  }
+}
+
+export class PayloadTooLarge extends DomainError {
+  constructor(message: string) {
+    super(413, message);
+  }
+}
+
+export class TooManyRequests extends DomainError {
+  constructor(message = 'Too Many Requests: rate limit exceeded, retry with exponential backoff.') {
+    super(429, message);
+  }
+}

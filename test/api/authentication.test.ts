@@ -1,0 +1,160 @@
+import { createOAuthClient, revokeApiKey } from '../../engine/accounts/account-store';
+import type { Database } from '../../engine/db/database';
+import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+describe('authentication', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    t = await createTestApp(db);
+    account = await createTestAccount(db);
+  });
+  afterAll(async () => {
+    await t.close();
+    await database.drop();
+  });
+
+  const list = (headers: Record<string, string> = {}, query = '') =>
+    t.app.inject({ method: 'GET', url: `/v2/workspaces${query}`, headers });
+
+  const unauthorized = { code: 401, message: 'Unauthorized: missing or invalid credentials.' };
+
+  test('no Authorization header → 401 {code, message}', async () => {
+    const res = await list();
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual(unauthorized);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+  });
+
+  test('wrong token → 401', async () => {
+    const res = await list({ authorization: `Bearer ${account.key.account_sid}:wrong-token` });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual(unauthorized);
+  });
+
+  test('unknown SID → 401', async () => {
+    const res = await list({
+      authorization: `Bearer sid_AAAAAAAAAAAAAAAAAAAAAAAAA:${account.key.auth_token}`,
+    });
+    expect(res.statusCode).toBe(401);
+  });
+
+  test('malformed header → 401', async () => {
+    for (const header of [
+      'Token abc',
+      'Bearer',
+      'Basic !!!notbase64',
+      'Basic ' + Buffer.from('nocolon').toString('base64'),
+    ]) {
+      const res = await list({ authorization: header });
+      expect(res.statusCode).toBe(401);
+    }
+  });
+
+  test('Bearer SID:TOKEN → 200', async () => {
+    const res = await list({ authorization: account.bearer });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().workspaces.map((w: { name: string }) => w.name)).toEqual(['main']);
+  });
+
+  test('HTTP Basic with the same pair → 200', async () => {
+    const basic = Buffer.from(`${account.key.account_sid}:${account.key.auth_token}`).toString('base64');
+    const res = await list({ authorization: `Basic ${basic}` });
+    expect(res.statusCode).toBe(200);
+  });
+
+  test('revoked key → 401', async () => {
+    const other = await createTestAccount(db);
+    expect((await list({ authorization: other.bearer })).statusCode).toBe(200);
+    await revokeApiKey(db, other.key.account_sid);
+    const res = await list({ authorization: other.bearer });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual(unauthorized);
+  });
+
+  test('`key` on the query string of a non-webhook route → 401', async () => {
+    const res = await list({}, `?key=${account.key.auth_token}`);
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual(unauthorized);
+  });
+
+  test('a present Authorization header wins over `key`', async () => {
+    const ok = await list({ authorization: account.bearer }, '?key=garbage');
+    expect(ok.statusCode).toBe(200);
+    const bad = await list({ authorization: 'Bearer sid_x:y' }, `?key=${account.key.auth_token}`);
+    expect(bad.statusCode).toBe(401);
+  });
+
+  describe('OAuth 2.0 client credentials', () => {
+    let client: { client_id: string; client_secret: string };
+    beforeAll(async () => {
+      client = await createOAuthClient(db, { accountId: account.accountId, name: 'reporting job' });
+    });
+
+    test('form-encoded token request → bearer token that authenticates', async () => {
+      const token = await t.app.inject({
+        method: 'POST',
+        url: '/v2/oauth/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `grant_type=client_credentials&client_id=${client.client_id}&client_secret=${client.client_secret}`,
+      });
+      expect(token.statusCode).toBe(200);
+      const body = token.json();
+      expect(body).toEqual({
+        access_token: expect.stringMatching(/^oat_/),
+        token_type: 'Bearer',
+        expires_in: 3600,
+      });
+      const res = await list({ authorization: `Bearer ${body.access_token}` });
+      expect(res.statusCode).toBe(200);
+    });
+
+    test('client credentials as HTTP Basic, JSON body', async () => {
+      const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64');
+      const token = await t.app.inject({
+        method: 'POST',
+        url: '/v2/oauth/token',
+        headers: { authorization: `Basic ${basic}` },
+        payload: { grant_type: 'client_credentials' },
+      });
+      expect(token.statusCode).toBe(200);
+    });
+
+    test('wrong secret → 401; wrong grant → 400; unknown access token → 401', async () => {
+      const wrong = await t.app.inject({
+        method: 'POST',
+        url: '/v2/oauth/token',
+        payload: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: 'nope' },
+      });
+      expect(wrong.statusCode).toBe(401);
+      expect(wrong.json().code).toBe(401);
+      const grant = await t.app.inject({
+        method: 'POST',
+        url: '/v2/oauth/token',
+        payload: { grant_type: 'password', client_id: client.client_id, client_secret: client.client_secret },
+      });
+      expect(grant.statusCode).toBe(400);
+      expect(grant.json().message).toMatch(/unsupported_grant_type/);
+      expect((await list({ authorization: 'Bearer oat_doesnotexist' })).statusCode).toBe(401);
+    });
+  });
+
+  test('tokens are stored hashed, never in clear', async () => {
+    const rows = await db('api_keys').where({ sid: account.key.account_sid });
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(account.key.auth_token);
+    expect(rows[0].token_hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  test('health_check needs no credentials', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v2/health_check' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ api_status: 'OK', version: 'v2', name: 'Portfolio Analytics Service' });
+  });
+});

@@ -1,0 +1,105 @@
+import { gzipSync } from 'node:zlib';
+import type { Database } from '../../engine/db/database';
+import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+const MAX = 64 * 1024;
+
+describe('compressed requests and responses', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    t = await createTestApp(db, { maxPayloadBytes: MAX });
+    account = await createTestAccount(db);
+  });
+  afterAll(async () => {
+    await t.close();
+    await database.drop();
+  });
+
+  const post = (payload: Buffer | string, headers: Record<string, string>) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/v2/workspaces',
+      payload,
+      headers: { authorization: account.bearer, 'content-type': 'application/json', ...headers },
+    });
+
+  test('a gzip body is inflated before parsing', async () => {
+    const res = await post(gzipSync(JSON.stringify({ name: 'gzipped', description: 'sent compressed' })), {
+      'content-encoding': 'gzip',
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().workspace).toMatchObject({ name: 'gzipped', description: 'sent compressed' });
+  });
+
+  test.each(['x-gzip', 'deflate', 'gzip, deflate', 'br', 'identity'])(
+    'Content-Encoding %s → 400 unsupported Content-Encoding, nothing stored',
+    async (encoding) => {
+      const res = await post(gzipSync(JSON.stringify({ name: `enc-${encoding.replace(/\W/g, '')}` })), {
+        'content-encoding': encoding,
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ code: 400, message: 'unsupported Content-Encoding' });
+      expect(await db('workspaces').where({ name: `enc-${encoding.replace(/\W/g, '')}` })).toHaveLength(0);
+    },
+  );
+
+  test('truncated gzip → 400 malformed compressed request body', async () => {
+    const whole = gzipSync(JSON.stringify({ name: 'truncated' }));
+    const res = await post(whole.subarray(0, whole.length - 6), { 'content-encoding': 'gzip' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ code: 400, message: 'malformed compressed request body' });
+    expect(await db('workspaces').where({ name: 'truncated' })).toHaveLength(0);
+  });
+
+  test('not gzip at all → 400 malformed compressed request body', async () => {
+    const res = await post(JSON.stringify({ name: 'plain' }), { 'content-encoding': 'gzip' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ code: 400, message: 'malformed compressed request body' });
+  });
+
+  test('inflated body beyond the maximum payload size → 413 (zip bomb)', async () => {
+    const huge = JSON.stringify({ name: 'bomb', description: 'x'.repeat(MAX * 4) });
+    const compressed = gzipSync(huge);
+    expect(compressed.length).toBeLessThan(MAX);
+    const res = await post(compressed, { 'content-encoding': 'gzip' });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toEqual({
+      code: 413,
+      message: `Request body exceeds the maximum payload size of ${MAX} bytes once inflated.`,
+    });
+  });
+
+  test('uncompressed body beyond the maximum payload size → 413', async () => {
+    const res = await post(JSON.stringify({ name: 'big', description: 'x'.repeat(MAX) }), {});
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toEqual({
+      code: 413,
+      message: `Request body exceeds the maximum payload size of ${MAX} bytes.`,
+    });
+  });
+
+  test('responses are gzipped when the client accepts gzip', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v2/workspaces',
+      headers: { authorization: account.bearer, 'accept-encoding': 'gzip' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-encoding']).toBe('gzip');
+    const { gunzipSync } = await import('node:zlib');
+    expect(JSON.parse(gunzipSync(res.rawPayload).toString()).workspaces).toBeInstanceOf(Array);
+    const plain = await t.app.inject({
+      method: 'GET',
+      url: '/v2/workspaces',
+      headers: { authorization: account.bearer },
+    });
+    expect(plain.headers['content-encoding']).toBeUndefined();
+  });
+});

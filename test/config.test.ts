@@ -1,0 +1,86 @@
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../engine/config';
+
+describe('configuration', () => {
+  test('defaults work on one machine', () => {
+    const config = loadConfig({}, '/srv/pas');
+    expect(config).toEqual({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: path.resolve('/srv/pas/data'),
+      databaseUrl: null,
+      embeddedPostgresPort: 54329,
+      temporalAddress: null,
+      temporalNamespace: 'default',
+      temporalTaskQueue: 'portfolio-analytics',
+      temporalDevPort: 7233,
+      temporalUiPort: 8233,
+      temporalUiUrl: 'http://127.0.0.1:8233',
+      temporalCliPath: null,
+      rateLimitPerMinute: 120,
+      logLevel: 'info',
+      maxPayloadBytes: 104857600,
+      ownerEmail: 'owner@localhost',
+      trustProxy: false,
+    });
+  });
+
+  test('values are read and normalised', () => {
+    const config = loadConfig(
+      {
+        PORT: '9000',
+        HOST: '0.0.0.0',
+        DATA_DIR: '/var/lib/pas',
+        DATABASE_URL: 'postgres://u:p@db:5432/pas',
+        TEMPORAL_ADDRESS: 'temporal:7233',
+        TEMPORAL_UI_URL: 'http://temporal-ui:8080',
+        RATE_LIMIT_PER_MINUTE: '600',
+        LOG_LEVEL: 'DEBUG',
+        TRUST_PROXY: 'true',
+      },
+      '/',
+    );
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '0.0.0.0',
+      dataDir: '/var/lib/pas',
+      databaseUrl: 'postgres://u:p@db:5432/pas',
+      temporalAddress: 'temporal:7233',
+      temporalUiUrl: 'http://temporal-ui:8080',
+      rateLimitPerMinute: 600,
+      logLevel: 'debug',
+      trustProxy: true,
+    });
+  });
+
+  test('without TEMPORAL_UI_URL a cluster has no UI address to guess', () => {
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233' }).temporalUiUrl).toBeNull();
+  });
+
+  test.each([
+    ['PORT', 'eighty', 'PORT must be an integer, got "eighty"'],
+    ['PORT', '70000', 'PORT must be between 0 and 65535, got 70000'],
+    ['RATE_LIMIT_PER_MINUTE', '0', 'RATE_LIMIT_PER_MINUTE must be between 1 and 1000000, got 0'],
+    ['RATE_LIMIT_PER_MINUTE', '-5', 'RATE_LIMIT_PER_MINUTE must be an integer, got "-5"'],
+    [
+      'LOG_LEVEL',
+      'verbose',
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
+    ],
+    ['DATABASE_URL', 'mysql://x@y/z', 'DATABASE_URL must use postgres: or postgresql:, got "mysql:"'],
+    ['DATABASE_URL', 'not a url', 'DATABASE_URL is not a valid URL'],
+    ['TEMPORAL_ADDRESS', 'http://temporal', 'TEMPORAL_ADDRESS must be host:port, got "http://temporal"'],
+    ['TRUST_PROXY', 'yes', 'TRUST_PROXY must be true or false, got "yes"'],
+    ['MAX_PAYLOAD_BYTES', '12', 'MAX_PAYLOAD_BYTES must be between 1024 and 1073741824, got 12'],
+  ])('%s=%s stops start-up naming the variable', (name, value, detail) => {
+    let caught: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).variable).toBe(name);
+    expect((caught as ConfigError).message).toBe(`Invalid configuration: ${detail}`);
+  });
+});

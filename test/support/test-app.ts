@@ -1,0 +1,82 @@
+import { Client, Connection } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app';
+import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/accounts/account-store';
+import type { Database } from '../../engine/db/database';
+import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+
+export function temporalAddress(): string {
+  const address = process.env.TEST_TEMPORAL_ADDRESS;
+  if (!address)
+    throw new Error('TEST_TEMPORAL_ADDRESS is not set: run the suite through jest (global setup).');
+  return address;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  temporal: Client;
+  close(): Promise<void>;
+}
+
+/** The real app on a real database and a real Temporal client; requests go through inject(). */
+export async function createTestApp(
+  db: Database,
+  options: {
+    rateLimitPerMinute?: number;
+    maxPayloadBytes?: number;
+    taskQueue?: string;
+    extraRoutes?: (app: FastifyInstance) => void;
+  } = {},
+): Promise<TestApp> {
+  const connection = await Connection.connect({ address: temporalAddress() });
+  const temporal = new Client({ connection, namespace: 'default' });
+  const app = await buildApp({
+    config: {
+      rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000,
+      maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
+      logLevel: 'silent',
+      trustProxy: false,
+    },
+    db,
+    workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
+  });
+  options.extraRoutes?.(app);
+  await app.ready();
+  return {
+    app,
+    temporal,
+    async close() {
+      await app.close();
+      await connection.close();
+    },
+  };
+}
+
+export interface TestAccount {
+  accountId: string;
+  ownerId: string;
+  key: NewApiKey;
+  bearer: string;
+}
+
+export async function createTestAccount(
+  db: Database,
+  email = `owner-${Math.random().toString(36).slice(2)}@example.com`,
+): Promise<TestAccount> {
+  const { accountId, owner } = await createAccount(db, { name: 'Test account', ownerEmail: email });
+  const key = await createApiKey(db, { accountId, userId: owner.id });
+  return { accountId, ownerId: owner.id, key, bearer: `Bearer ${key.account_sid}:${key.auth_token}` };
+}
+
+export async function createTestSubUser(
+  db: Database,
+  accountId: string,
+  permissions: string[] = ['VIEW USER'],
+) {
+  const user = await createUser(db, accountId, {
+    email: `user-${Math.random().toString(36).slice(2)}@example.com`,
+    permissions,
+  });
+  const key = await createApiKey(db, { accountId, userId: user.id });
+  return { user, key, bearer: `Bearer ${key.account_sid}:${key.auth_token}` };
+}

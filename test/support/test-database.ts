@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+import knexFactory from 'knex';
+import { connectDatabase, type Database, migrateLatest } from '../../engine/db/database';
+
+function adminUrl(): string {
+  const url = process.env.TEST_DATABASE_ADMIN_URL;
+  if (!url) throw new Error('TEST_DATABASE_ADMIN_URL is not set: run the suite through jest (global setup).');
+  return url;
+}
+
+/** A fresh, migrated database per test file on the suite's real PostgreSQL server. */
+export async function createTestDatabase(): Promise<{ db: Database; url: string; drop(): Promise<void> }> {
+  const name = `pas_test_${randomBytes(6).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: adminUrl(), pool: { min: 0, max: 1 } });
+  await admin.raw(`CREATE DATABASE ${name}`);
+  await admin.destroy();
+  const url = new URL(adminUrl());
+  url.pathname = `/${name}`;
+  const db = connectDatabase(url.toString(), 5);
+  await migrateLatest(db);
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.destroy();
+      const cleanup = knexFactory({ client: 'pg', connection: adminUrl(), pool: { min: 0, max: 1 } });
+      await cleanup.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await cleanup.destroy();
+    },
+  };
+}
