@@ -1,0 +1,172 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Every live descendant of `pid`, read from /proc (Linux). */
+function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z') parentOf.set(Number(entry), Number(fields[1]));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length) {
+    const parent = queue.shift()!;
+    for (const [child, ppid] of parentOf) {
+      if (ppid === parent) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+}
+
+async function startLauncher(env: Record<string, string>): Promise<Started> {
+  let output = '';
+  const child = spawn(
+    process.execPath,
+    ['--no-node-snapshot', '--import', 'tsx', 'engine/runtime/launcher.ts'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 150_000;
+  while (!output.includes('Press Ctrl+C to stop.')) {
+    if (child.exitCode !== null) throw new Error(`launcher exited early:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`launcher did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { child, output: () => output };
+}
+
+async function stop(started: Started): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => started.child.once('exit', (code) => resolve(code)));
+  started.child.kill('SIGTERM');
+  return exited;
+}
+
+/** `npm start` end to end: embedded PostgreSQL and Temporal, api and worker, clean stop, data reuse. */
+describe('launcher', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(ROOT, '.test-data', 'launcher-'));
+    env = {
+      DATA_DIR: dataDir,
+      PORT: String(await freePort()),
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      TEMPORAL_DEV_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      LOG_LEVEL: 'warn',
+    };
+  });
+  afterAll(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  test('starts everything, prints the URLs and first credentials, stops with no child left, reuses data', async () => {
+    const first = await startLauncher(env);
+    const out = first.output();
+    const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
+    expect(out).toContain(`API base URL:     ${baseUrl}`);
+    expect(out).toContain(`Temporal UI:      http://127.0.0.1:${env.TEMPORAL_UI_PORT}`);
+    const sid = /Account SID:\s+(sid_[A-Za-z0-9]{25})/.exec(out)?.[1];
+    const token = /Auth token:\s+([A-Za-z0-9]{40})/.exec(out)?.[1];
+    expect(sid).toBeDefined();
+    expect(token).toBeDefined();
+
+    const health = await fetch(`${baseUrl}/health_check`);
+    expect(await health.json()).toEqual({
+      api_status: 'OK',
+      version: 'v2',
+      name: 'Portfolio Analytics Service',
+    });
+    const ui = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/`);
+    expect(ui.status).toBe(200);
+    const created = await fetch(`${baseUrl}/workspaces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sid}:${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'kept-across-restarts' }),
+    });
+    expect(created.status).toBe(200);
+
+    const tree = descendants(first.child.pid!);
+    expect(tree.length).toBeGreaterThanOrEqual(4); // postgres, temporal, api, worker (and postgres' own children)
+    expect(await stop(first)).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(tree.filter(alive)).toEqual([]);
+
+    const second = await startLauncher(env);
+    try {
+      expect(second.output()).not.toContain('Auth token');
+      const res = await fetch(`${baseUrl}/workspaces/kept-across-restarts`, {
+        headers: { authorization: `Bearer ${sid}:${token}` },
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      const tree2 = descendants(second.child.pid!);
+      expect(await stop(second)).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(tree2.filter(alive)).toEqual([]);
+    }
+  }, 400_000);
+
+  test('a malformed variable stops start-up with a message naming it', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--no-node-snapshot', '--import', 'tsx', 'engine/runtime/launcher.ts'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env, RATE_LIMIT_PER_MINUTE: 'lots' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain('Invalid configuration: RATE_LIMIT_PER_MINUTE must be an integer, got "lots"');
+  }, 60_000);
+});
