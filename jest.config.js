@@ -16,4 +16,5 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,
+  reporters: ['default', '<rootDir>/test/support/closing-line-reporter.js'],
 };

@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+import knexFactory from 'knex';
+import { connectDatabase, migrateLatest } from '../../engine/db/database';
+
+describe('migrations', () => {
+  test('two processes migrating at once: one applies, the other waits and finds nothing to do', async () => {
+    const admin = knexFactory({
+      client: 'pg',
+      connection: process.env.TEST_DATABASE_ADMIN_URL!,
+      pool: { min: 0, max: 1 },
+    });
+    const name = `pas_migrate_${randomBytes(5).toString('hex')}`;
+    await admin.raw(`CREATE DATABASE ${name}`);
+    const url = new URL(process.env.TEST_DATABASE_ADMIN_URL!);
+    url.pathname = `/${name}`;
+    const a = connectDatabase(url.toString(), 2);
+    const b = connectDatabase(url.toString(), 2);
+    try {
+      const [first, second] = await Promise.all([migrateLatest(a), migrateLatest(b)]);
+      expect([...first, ...second]).toEqual(['20261121000000_foundation']);
+      const applied = await a('knex_migrations').select('name');
+      expect(applied).toEqual([{ name: '20261121000000_foundation' }]);
+      expect(await migrateLatest(a)).toEqual([]);
+    } finally {
+      await a.destroy();
+      await b.destroy();
+      await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.destroy();
+    }
+  });
+});
