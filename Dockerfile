@@ -1,0 +1,35 @@
+# syntax=docker/dockerfile:1
+# One image for the scale-out deployment (docker-compose.yml): the api (default CMD), the Temporal
+# workers (`npm run start:worker`) and the one-shot migrations (`npm run migrate`) all run from it.
+# Node 24 as pinned in .nvmrc; the npm scripts run the project's own pinned Node from node_modules.
+FROM node:24-bookworm-slim
+
+# The cluster provides Temporal, so the postinstall must not download the Temporal CLI (it is only
+# needed for the embedded dev server of `npm start`).
+ENV NODE_ENV=production \
+    PAS_SKIP_TEMPORAL_DOWNLOAD=1 \
+    npm_config_update_notifier=false \
+    npm_config_fund=false \
+    npm_config_audit=false
+
+WORKDIR /app
+
+# Dependencies before the source, so editing code does not reinstall them. `npm ci` runs the
+# package's postinstall, hence its script is copied first. Files stay owned by root: the app
+# runs as `node` and cannot rewrite its own code.
+COPY package.json package-lock.json ./
+COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-temporal-cli.mjs
+RUN npm ci --omit=dev && npm cache clean --force
+
+# Only what the processes load; layout mirrors the repository so relative imports resolve.
+COPY tsconfig.json ./
+COPY api api
+COPY engine engine
+COPY workers workers
+COPY plugins plugins
+COPY migrations migrations
+
+USER node
+EXPOSE 8080
+# isolated-vm needs `--no-node-snapshot`; the npm scripts pass it.
+CMD ["npm", "run", "start:api"]
