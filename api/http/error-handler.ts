@@ -81,8 +81,9 @@ export default fp(
     });
 
     // Failed actions of an authenticated user are part of the audit trail (ERROR; DENIED for 401/403).
-    app.addHook('onResponse', async (request, reply) => {
-      if (reply.statusCode < 400 || !request.principal) return;
+    // Written before the reply leaves, so a client that reads the trail next always finds it.
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (reply.statusCode < 400 || !request.principal) return payload;
       const config = request.routeOptions.config;
       const entityType = config.auditEntity ?? null;
       const params = (request.params ?? {}) as Record<string, unknown>;
@@ -100,6 +101,7 @@ export default fp(
       } catch (error) {
         request.log.error({ err: error }, 'could not record the failed action in the audit trail');
       }
+      return payload;
     });
   },
   { name: 'error-handler' },

@@ -1,0 +1,11 @@
+import { runHttpPipelineBench } from './http-pipeline.bench';
+
+/** `npm run bench`: every benchmark prints its figures beside a baseline measured in the same run. */
+async function main(): Promise<void> {
+  await runHttpPipelineBench();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
