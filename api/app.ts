@@ -12,6 +12,7 @@ import requestEncoding from './http/request-encoding';
 import requestTiming from './http/request-timing';
 import healthCheckRoutes from './routes/health-check';
 import oauthTokenRoutes from './routes/oauth-token';
+import portfolioRoutes from './routes/portfolios';
 import workflowRoutes from './routes/workflows';
 import workspaceRoutes from './routes/workspaces';
 
@@ -66,6 +67,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(healthCheckRoutes);
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
+      await v2.register(portfolioRoutes, { db: deps.db });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
     },
     { prefix: '/v2' },

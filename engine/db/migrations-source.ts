@@ -1,11 +1,15 @@
 import type { Knex } from 'knex';
 import * as foundation from '../../migrations/20261121000000_foundation';
+import * as entities from '../../migrations/20261122000000_entities';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
  * tsx, jest and a bundled build. Append new ones; never reorder or edit an applied one.
  */
-const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [['20261121000000_foundation', foundation]];
+const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
+  ['20261121000000_foundation', foundation],
+  ['20261122000000_entities', entities],
+];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
   getMigrations: async () => [...MIGRATIONS],
