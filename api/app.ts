@@ -10,6 +10,14 @@ import errorHandler from './http/error-handler';
 import openapi from './http/openapi';
 import requestEncoding from './http/request-encoding';
 import requestTiming from './http/request-timing';
+import auditLogRoutes from './routes/audit-logs';
+import customIndexRoutes from './routes/custom-indexes';
+import datastoreRoutes from './routes/datastores';
+import privateSecurityRoutes from './routes/private-securities';
+import reportTemplateRoutes from './routes/report-templates';
+import reportRoutes from './routes/reports';
+import userAppRoutes from './routes/user-apps';
+import workerTemplateRoutes from './routes/worker-templates';
 import healthCheckRoutes from './routes/health-check';
 import oauthTokenRoutes from './routes/oauth-token';
 import portfolioRoutes from './routes/portfolios';
@@ -19,7 +27,7 @@ import workspaceRoutes from './routes/workspaces';
 export const API_VERSION = '2.0.0';
 
 export interface AppDependencies {
-  config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy'>;
+  config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy' | 'publicUrl'>;
   db: Database;
   workflows: WorkflowRunner;
   logger?: FastifyServerOptions['logger'];
@@ -68,6 +76,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
       await v2.register(portfolioRoutes, { db: deps.db });
+      await v2.register(datastoreRoutes, { db: deps.db });
+      await v2.register(reportRoutes, { db: deps.db, publicUrl: deps.config.publicUrl });
+      await v2.register(reportTemplateRoutes, { db: deps.db });
+      await v2.register(customIndexRoutes, { db: deps.db });
+      await v2.register(privateSecurityRoutes, { db: deps.db });
+      await v2.register(workerTemplateRoutes, { db: deps.db });
+      await v2.register(userAppRoutes, { db: deps.db });
+      await v2.register(auditLogRoutes, { db: deps.db });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
     },
     { prefix: '/v2' },

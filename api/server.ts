@@ -3,6 +3,7 @@ import cron from 'node-cron';
 import { loadConfig } from '../engine/config';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
 import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
+import { pruneExpiredShares } from '../engine/reports/report-store';
 import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
 import { buildApp } from './app';
 
@@ -26,6 +27,9 @@ async function main(): Promise<void> {
   const housekeeping = cron.schedule('* * * * *', () => {
     pruneRateLimitWindows(db).catch((error: unknown) =>
       app.log.warn({ err: error }, 'rate-limit pruning failed'),
+    );
+    pruneExpiredShares(db).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'expired share-link pruning failed'),
     );
   });
 

@@ -40,6 +40,7 @@ export async function runHttpPipelineBench(): Promise<void> {
         maxPayloadBytes: 104_857_600,
         logLevel: 'silent',
         trustProxy: false,
+        publicUrl: 'http://127.0.0.1',
       },
       db,
       workflows: noWorkflows,

@@ -25,6 +25,8 @@ export interface Config {
   logLevel: LogLevel;
   maxPayloadBytes: number;
   ownerEmail: string;
+  /** Base of absolute URLs the API hands out (report pages, share links), without `/v2`. */
+  publicUrl: string;
   /** Trust X-Forwarded-For from a load balancer in front of the api replicas. */
   trustProxy: boolean;
 }
@@ -114,6 +116,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     name: 'MAX_PAYLOAD_BYTES',
     default: '104857600',
     description: 'Maximum request body in bytes (100 MiB), also after gzip inflation; 413 beyond.',
+  },
+  {
+    name: 'PUBLIC_URL',
+    default: 'http://HOST:PORT',
+    description: 'Base address clients reach the service at, used in absolute report and share URLs.',
   },
   {
     name: 'OWNER_EMAIL',
@@ -230,5 +237,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       'must be an e-mail address',
     )!,
     trustProxy: boolean(env, 'TRUST_PROXY', false),
+    publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
+      /\/+$/,
+      '',
+    ),
   };
 }

@@ -22,6 +22,7 @@ describe('configuration', () => {
       maxPayloadBytes: 104857600,
       ownerEmail: 'owner@localhost',
       trustProxy: false,
+      publicUrl: 'http://127.0.0.1:8080',
     });
   });
 

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { type AuditOperation, recordAudit } from '../../engine/audit/audit-trail';
 import type { Database } from '../../engine/db/database';
 import { DomainError } from '../../engine/errors';
+import { isStorableText } from '../../engine/lists/storable-text';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
@@ -87,7 +88,8 @@ export default fp(
       const config = request.routeOptions.config;
       const entityType = config.auditEntity ?? null;
       const params = (request.params ?? {}) as Record<string, unknown>;
-      const entityId = typeof params.id === 'string' ? params.id : null;
+      const entityId =
+        typeof params.id === 'string' && isStorableText(params.id) ? params.id.slice(0, 200) : null;
       const operation = config.auditOperation ?? OPERATION_BY_METHOD[request.method] ?? 'VIEW';
       const denied = reply.statusCode === 401 || reply.statusCode === 403;
       try {

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { issueAccessToken } from '../../engine/accounts/account-store';
+import type { FastifyRequest } from 'fastify';
+import { signIn, signOut } from '../../engine/accounts/oauth-sessions';
 import type { Database } from '../../engine/db/database';
 import { InvalidInput } from '../../engine/errors';
 import { errorResponses } from '../schemas/common';
@@ -22,6 +23,22 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
     id: decodeURIComponent(decoded.slice(0, colon)),
     secret: decodeURIComponent(decoded.slice(colon + 1)),
   };
+}
+
+function clientCredentials(
+  header: string | undefined,
+  body: { client_id?: string; client_secret?: string },
+): { id: string; secret: string } {
+  const basic = basicCredentials(header);
+  const id = basic?.id ?? body.client_id;
+  const secret = basic?.secret ?? body.client_secret;
+  if (!id || !secret) throw new InvalidInput('invalid_request: client_id and client_secret are required.');
+  return { id, secret };
+}
+
+function context(request: FastifyRequest) {
+  const userAgent = request.headers['user-agent'] ?? null;
+  return { source: 'API' as const, ip: request.ip, userAgent };
 }
 
 /** Extension: OAuth 2.0 client-credentials token endpoint issuing bearer access tokens (1 hour). */
@@ -62,12 +79,35 @@ const oauthTokenRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app
       if (request.body.grant_type !== 'client_credentials') {
         throw new InvalidInput('unsupported_grant_type: only client_credentials is supported.');
       }
-      const basic = basicCredentials(request.headers.authorization);
-      const id = basic?.id ?? request.body.client_id;
-      const secret = basic?.secret ?? request.body.client_secret;
-      if (!id || !secret)
-        throw new InvalidInput('invalid_request: client_id and client_secret are required.');
-      return issueAccessToken(db, id, secret);
+      const { id, secret } = clientCredentials(request.headers.authorization, request.body);
+      return signIn(db, id, secret, context(request));
+    },
+  );
+
+  app.post(
+    '/oauth/revoke',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['Authentication (extension)'],
+        summary: 'Revoke an OAuth 2.0 access token (sign out)',
+        description:
+          'Extension (RFC 7009). Send `token` with the client credentials as for the token endpoint. ' +
+          'Answers 200 whether or not the token existed.',
+        security: [],
+        body: Type.Object({
+          token: Type.String(),
+          token_type_hint: Type.Optional(Type.String()),
+          client_id: Type.Optional(Type.String()),
+          client_secret: Type.Optional(Type.String()),
+        }),
+        response: { 200: Type.Object({ revoked: Type.Boolean() }), ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const { id, secret } = clientCredentials(request.headers.authorization, request.body);
+      await signOut(db, id, secret, request.body.token, context(request));
+      return { revoked: true };
     },
   );
 };

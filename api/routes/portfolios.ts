@@ -74,11 +74,19 @@ const PortfolioBody = Type.Object({
   ),
   tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
   with_securities: Type.Optional(LooseBoolean),
-  workspace: Type.Optional(Type.String({ default: 'main' })),
+  workspace: Type.Optional(Type.String({ description: 'Default main; also accepted on the query string.' })),
 });
 
 const IdParam = Type.Object({ id: Type.String() });
-const WorkspaceQuery = Type.Object({ workspace: Type.Optional(Type.String({ default: 'main' })) });
+const WorkspaceQuery = Type.Object({
+  workspace: Type.Optional(Type.String({ description: 'Default main.' })),
+});
+
+// The create response leaves securities out when with_securities is false.
+const PortfolioCreated = Type.Object(
+  { ...Portfolio.properties, securities: Type.Optional(Type.Array(Type.Ref('Security'))) },
+  { $id: 'PortfolioCreated', title: 'PortfolioCreated' },
+);
 const PortfolioReply = Type.Object({ portfolio: Type.Ref('Portfolio') });
 const tags = ['Portfolios'];
 const config = { auditEntity: 'Portfolio' } as const;
@@ -86,6 +94,7 @@ const config = { auditEntity: 'Portfolio' } as const;
 const portfolioRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
   app.addSchema(Security);
   app.addSchema(Portfolio);
+  app.addSchema(PortfolioCreated);
 
   app.post(
     '/portfolios',
@@ -95,14 +104,16 @@ const portfolioRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
         tags,
         summary: 'Create a portfolio',
         body: PortfolioBody,
+        querystring: WorkspaceQuery,
         response: {
-          200: Type.Object({ portfolio: Type.Partial(Type.Ref('Portfolio')) }),
+          200: Type.Object({ portfolio: Type.Ref('PortfolioCreated') }),
           ...errorResponses(400),
         },
       },
     },
     async (request) => {
-      const view = PORTFOLIO.view(await createPortfolio(db, request.actor, request.body));
+      const workspace = request.body.workspace ?? request.query.workspace;
+      const view = PORTFOLIO.view(await createPortfolio(db, request.actor, { ...request.body, workspace }));
       if (!looseBoolean(request.body.with_securities, true)) delete view.securities;
       return { portfolio: view };
     },
@@ -158,11 +169,17 @@ const portfolioRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
         summary: 'Update a portfolio (every field optional)',
         params: IdParam,
         body: PortfolioBody,
+        querystring: WorkspaceQuery,
         response: { 200: PortfolioReply, ...errorResponses(400, 404) },
       },
     },
     async (request) => ({
-      portfolio: PORTFOLIO.view(await updatePortfolio(db, request.actor, request.params.id, request.body)),
+      portfolio: PORTFOLIO.view(
+        await updatePortfolio(db, request.actor, request.params.id, {
+          ...request.body,
+          workspace: request.body.workspace ?? request.query.workspace,
+        }),
+      ),
     }),
   );
 

@@ -39,6 +39,11 @@ export interface UserRecord {
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 
+/** SHA-256 of a secret as stored: tokens and secrets are never kept in clear. */
+export function digestSecret(secret: string): string {
+  return digest(secret);
+}
+
 function digest(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
@@ -218,16 +223,20 @@ export async function revokeOAuthClient(db: Database, clientId: string): Promise
   if (updated === 0) throw new NotFound(`OAuth client ${clientId} not found or already revoked.`);
 }
 
+export async function verifyClient(db: Database, clientId: string, clientSecret: string): Promise<void> {
+  const client = await db('oauth_clients').where({ client_id: clientId }).whereNull('revoked_at').first();
+  if (!client || !sameDigest(client.secret_hash, digest(clientSecret))) {
+    throw new Unauthorized('invalid_client: unknown client or wrong secret.');
+  }
+}
+
 /** OAuth 2.0 client-credentials grant: a bearer access token valid for one hour. */
 export async function issueAccessToken(
   db: Database,
   clientId: string,
   clientSecret: string,
 ): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number }> {
-  const client = await db('oauth_clients').where({ client_id: clientId }).whereNull('revoked_at').first();
-  if (!client || !sameDigest(client.secret_hash, digest(clientSecret))) {
-    throw new Unauthorized('invalid_client: unknown client or wrong secret.');
-  }
+  await verifyClient(db, clientId, clientSecret);
   const token = 'oat_' + randomAlphanumeric(43);
   await db('oauth_access_tokens').insert({
     token_hash: digest(token),

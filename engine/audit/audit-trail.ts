@@ -66,17 +66,23 @@ const SYSTEM_SOURCES: ReadonlySet<AuditSource> = new Set([
 /** ERROR and DENIED exist only for people acting through the platform or the API. */
 const HUMAN_SOURCES: ReadonlySet<AuditSource> = new Set(['PLATFORM', 'API']);
 
-const SENSITIVE_KEY = /token|secret|password|credential|env_vars|authorization|api_key/i;
+/**
+ * Fields that hold secrets: a name that is, or ends in, token, secret, password, … (`auth_token`,
+ * `webhook_token`, `client_secret`). Matched on whole words so user data such as `tokenizer` survives.
+ */
+const SENSITIVE_KEY =
+  /(^|_)(token|token_hash|secret|secret_hash|password|credentials?|env_vars|authorization|api_key)$/i;
 
 /** Drops sensitive fields (at any depth) before a snapshot is kept in the trail. */
 export function withoutSensitiveFields(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutSensitiveFields);
   if (value && typeof value === 'object' && !(value instanceof Date)) {
-    const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) {
-      if (!SENSITIVE_KEY.test(key)) out[key] = withoutSensitiveFields(inner);
-    }
-    return out;
+    // fromEntries (not assignment) keeps a field literally named __proto__ as data.
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([key]) => !SENSITIVE_KEY.test(key))
+        .map(([key, inner]) => [key, withoutSensitiveFields(inner)]),
+    );
   }
   return value;
 }

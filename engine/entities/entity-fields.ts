@@ -1,4 +1,5 @@
 import { InvalidInput } from '../errors';
+import { isStorableText } from '../lists/storable-text';
 
 export const NAME_MAX = 200;
 export const DESCRIPTION_MAX = 500;
@@ -32,6 +33,7 @@ export function normaliseTags(tags: unknown, description?: string | null): strin
   const out: string[] = [];
   for (const tag of [...raw, ...hashtagsIn(description)]) {
     if (typeof tag !== 'string') throw new InvalidInput('tags must be an array of strings.');
+    // normaliseTag keeps only [a-z0-9_], so NUL and lone surrogates cannot reach the database.
     const normalised = normaliseTag(tag);
     if (normalised && !out.includes(normalised)) out.push(normalised);
   }
@@ -44,6 +46,8 @@ export function checkName(name: unknown, field = 'name'): string {
   if (typeof name !== 'string' || name.trim().length === 0 || name.length > NAME_MAX) {
     throw new InvalidInput(`${field} is required: a string of 1 to ${NAME_MAX} characters.`);
   }
+  if (!isStorableText(name))
+    throw new InvalidInput(`${field} holds a NUL character or an unpaired surrogate.`);
   return name;
 }
 
@@ -52,6 +56,9 @@ export function checkDescription(description: unknown): string | null {
   if (typeof description !== 'string') throw new InvalidInput('description must be a string.');
   if (description.length > DESCRIPTION_MAX) {
     throw new InvalidInput(`description must be at most ${DESCRIPTION_MAX} characters.`);
+  }
+  if (!isStorableText(description)) {
+    throw new InvalidInput('description holds a NUL character or an unpaired surrogate.');
   }
   return description;
 }
@@ -81,14 +88,19 @@ export function todayYYYYMMDD(now: Date = new Date()): string {
 
 export function checkLinkUid(linkUid: unknown): string | null {
   if (linkUid === undefined || linkUid === null || linkUid === '') return null;
-  if (typeof linkUid !== 'string' || linkUid.length > 200)
+  if (typeof linkUid !== 'string' || linkUid.length > 200 || !isStorableText(linkUid))
     throw new InvalidInput('link_uid must be a string of at most 200 characters.');
   return linkUid;
 }
 
 export function checkWorkspaceName(workspace: unknown): string {
   if (workspace === undefined || workspace === null || workspace === '') return 'main';
-  if (typeof workspace !== 'string' || !/^[^\s]{1,200}$/.test(workspace)) {
+  // Control characters (NUL above all, which PostgreSQL refuses in text) are no more a name than spaces.
+  if (
+    typeof workspace !== 'string' ||
+    !/^[^\s\p{Cc}]{1,200}$/u.test(workspace) ||
+    !isStorableText(workspace)
+  ) {
     throw new InvalidInput('workspace must be a workspace name without spaces.');
   }
   return workspace;

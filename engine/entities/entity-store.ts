@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { type Actor, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
@@ -10,15 +11,18 @@ import {
   type OrderKey,
   parseListQuery,
 } from '../lists/list-query';
-import { epochSeconds } from '../lists/page-token';
+import { decodeKeysetToken, encodeKeysetToken, epochSeconds, likePrefix } from '../lists/page-token';
 import {
   checkDate,
   checkDescription,
   checkLinkUid,
   checkName,
   checkWorkspaceName,
+  hashtagsIn,
+  normaliseTag,
   normaliseTags,
 } from './entity-fields';
+import { checkStorableFields } from './storable-json';
 
 /** One stored resource kind: how it is identified, scoped, shown and audited. */
 export interface EntityKind {
@@ -39,6 +43,11 @@ export interface EntityKind {
   view(record: EntityRecord): Record<string, unknown>;
   /** Fields left out of list responses (for example a portfolio's securities). */
   listOmit: string[];
+  /**
+   * Large fields kept in audit snapshots only as a digest (`{sha256, bytes}`), so a 100,000-point
+   * series or a 1 MB script is not stored twice more on every update.
+   */
+  auditDigest?: string[];
 }
 
 export interface EntityRecord {
@@ -146,13 +155,27 @@ function whereOne(
   id: string,
   workspace: string | null,
 ) {
+  // An id of the wrong shape names nothing (and may hold text PostgreSQL refuses, such as NUL).
+  if (!isKindId(kind, id)) throw notFound(kind, id);
   q.where({ account_id: accountId, kind: kind.kind, id });
   if (kind.scope === 'workspace') q.where({ workspace });
   return q;
 }
 
 function auditSnapshot(kind: EntityKind, record: EntityRecord): Record<string, unknown> {
-  return { ...kind.view(record), workspace: record.workspace ?? undefined };
+  const snapshot: Record<string, unknown> = {
+    ...kind.view(record),
+    workspace: record.workspace ?? undefined,
+  };
+  for (const field of kind.auditDigest ?? []) {
+    if (snapshot[field] === undefined || snapshot[field] === null) continue;
+    const text = JSON.stringify(snapshot[field]);
+    snapshot[field] = {
+      sha256: createHash('sha256').update(text).digest('hex'),
+      bytes: Buffer.byteLength(text),
+    };
+  }
+  return snapshot;
 }
 
 export async function createEntity(
@@ -172,6 +195,7 @@ export async function createEntity(
     id = input.id;
   }
   const description = checkDescription(input.description);
+  checkStorableFields(input.body);
   const now = new Date();
   return db.transaction(async (trx) => {
     const [row] = (await trx('entities')
@@ -276,11 +300,18 @@ export async function updateEntity(
     if (changes.name !== undefined) update.name = checkName(changes.name);
     if (changes.description !== undefined) update.description = description;
     if (changes.tags !== undefined || changes.description !== undefined) {
-      update.tags = normaliseTags(changes.tags !== undefined ? changes.tags : before.tags, description);
+      // Tags that came from the old description's hashtags go when the description changes.
+      const oldHashtags = new Set(hashtagsIn(before.description).map(normaliseTag));
+      const kept =
+        changes.tags !== undefined ? changes.tags : before.tags.filter((tag) => !oldHashtags.has(tag));
+      update.tags = normaliseTags(kept, description);
     }
     if (changes.linkUid !== undefined) update.link_uid = checkLinkUid(changes.linkUid);
     if (changes.date !== undefined && kind.hasDate) update.date = checkDate(changes.date);
-    if (changes.body !== undefined) update.body = JSON.stringify(changes.body);
+    if (changes.body !== undefined) {
+      checkStorableFields(changes.body);
+      update.body = JSON.stringify(changes.body);
+    }
     const [updated] = (await whereOne(trx('entities'), actor.principal.accountId, kind, id, scope)
       .update(update)
       .returning('*')) as EntityRow[];
@@ -337,27 +368,38 @@ const COLUMN_PROPERTIES: Record<string, string> = {
   link_uid: 'link_uid',
   date: 'date',
 };
-const TIME_PROPERTIES: Record<string, string> = {
+const TIME_PROPERTIES: Record<string, 'created_at' | 'updated_at'> = {
   created: 'created_at',
   created_on: 'created_at',
   updated: 'updated_at',
   updated_on: 'updated_at',
 };
 
+/** The one name of a property: `symbol` is the id of symbol-keyed kinds, `*_on` the timestamps. */
 function resolveProperty(kind: EntityKind, property: string): string {
-  return property === 'symbol' && kind.idField === 'symbol' ? 'id' : property;
+  if (property === 'symbol' && kind.idField === 'symbol') return 'id';
+  if (property === 'created_on') return 'created';
+  if (property === 'updated_on') return 'updated';
+  return property;
+}
+
+interface SqlExpression {
+  sql: string;
+  bindings: Knex.RawBinding[];
 }
 
 /**
  * Every order key becomes a non-null jsonb expression, so one comparison rule (jsonb ordering)
- * serves text, numbers, timestamps (as epoch numbers) and body properties alike in the keyset.
+ * serves text, numbers, timestamps and body properties alike in ORDER BY and in the keyset
+ * condition. A missing value is jsonb null, which sorts below every other value. Timestamps are
+ * whole microseconds (a jsonb integer), exact in a cursor, where epoch seconds with a fraction are not.
  */
-function orderExpression(kind: EntityKind, property: string): { sql: string; bindings: Knex.RawBinding[] } {
+function keyExpression(kind: EntityKind, property: string): SqlExpression {
   const name = resolveProperty(kind, property);
-  if (TIME_PROPERTIES[name])
-    return { sql: `to_jsonb(extract(epoch from ${TIME_PROPERTIES[name]}))`, bindings: [] };
-  if (COLUMN_PROPERTIES[name])
-    return { sql: `to_jsonb(coalesce(${COLUMN_PROPERTIES[name]}, ''))`, bindings: [] };
+  const time = TIME_PROPERTIES[name];
+  if (time) return { sql: `to_jsonb((extract(epoch from ${time}) * 1000000)::bigint)`, bindings: [] };
+  const column = COLUMN_PROPERTIES[name];
+  if (column) return { sql: `coalesce(to_jsonb(${column}), 'null'::jsonb)`, bindings: [] };
   if (name === 'version') return { sql: 'to_jsonb(version)', bindings: [] };
   if (name === 'tags') return { sql: 'to_jsonb(tags)', bindings: [] };
   return { sql: `coalesce(body #> ?::text[], 'null'::jsonb)`, bindings: [name.split('.')] };
@@ -372,81 +414,104 @@ const SQL_OPERATORS: Record<string, string> = {
   '>=': '>=',
 };
 
+/** The API shows `version` as a string and `date` as YYYYMMDD text: accept either spelling. */
+function comparable(name: string, value: unknown): unknown {
+  if (name === 'version' && typeof value === 'string' && /^\d{1,9}$/.test(value)) return Number(value);
+  if (name === 'date' && typeof value === 'number' && Number.isInteger(value)) return String(value);
+  return value;
+}
+
 function applyFilter(q: Knex.QueryBuilder, kind: EntityKind, filter: Filter): void {
   const name = resolveProperty(kind, filter.property);
-  const { operator, value } = filter;
+  // Account-scoped objects are seen identically from every workspace: a workspace filter is moot.
+  if (name === 'workspace' && kind.scope === 'account') return;
+  const { operator } = filter;
   const list = operator === 'IN' || operator === 'NOT_IN';
+  const values = list ? (filter.value as unknown[]) : [filter.value];
   if (name === 'tags') {
-    const values = (list ? (value as unknown[]) : [value]).map((v) => String(v));
-    if (operator === '=' || operator === 'IN') q.whereRaw('tags && ?::text[]', [values]);
-    else if (operator === '!=' || operator === 'NOT_IN') q.whereRaw('NOT (tags && ?::text[])', [values]);
-    else throw new InvalidInput('tags can only be filtered with =, !=, IN or NOT_IN.');
+    if (!['=', '!=', 'IN', 'NOT_IN'].includes(operator)) {
+      throw new InvalidInput('tags can only be filtered with =, !=, IN or NOT_IN.');
+    }
+    const tags = values.map((v) => {
+      if (typeof v !== 'string' && typeof v !== 'number')
+        throw new InvalidInput('tags are compared with strings.');
+      // Compared with tags as they are stored.
+      return normaliseTag(String(v));
+    });
+    const has = operator === '=' || operator === 'IN';
+    q.whereRaw(has ? 'tags && ?::text[]' : 'NOT (tags && ?::text[])', [tags]);
     return;
   }
-  if (TIME_PROPERTIES[name]) {
-    const values = list ? (value as unknown[]) : [value];
+  const time = TIME_PROPERTIES[name];
+  if (time) {
     for (const v of values) {
-      if (typeof v !== 'number')
+      if (typeof v !== 'number') {
         throw new InvalidInput(`${filter.property} is compared with epoch seconds (a number).`);
+      }
     }
-    const column = TIME_PROPERTIES[name];
+    // Clients see whole seconds (`created: 1700000000`); they compare with what they saw, so
+    // `['created', '=', 1700000000]` matches a row created at 1700000000.123.
+    const seconds = `floor(extract(epoch from ${time}))`;
     if (list) {
-      const sql = `extract(epoch from date_trunc('second', ${column})) ${operator === 'IN' ? '=' : '<>'} ${operator === 'IN' ? 'ANY' : 'ALL'}(?::float8[])`;
-      q.whereRaw(sql, [values as Knex.RawBinding]);
+      q.whereRaw(`${seconds} ${operator === 'IN' ? '= ANY' : '<> ALL'}(?::numeric[])`, [values.map(String)]);
     } else {
-      q.whereRaw(`${column} ${SQL_OPERATORS[operator]} to_timestamp(?)`, [value as number]);
+      q.whereRaw(`${seconds} ${SQL_OPERATORS[operator]} ?::numeric`, [String(filter.value)]);
     }
     return;
   }
-  // Everything else compares as jsonb, so numbers order numerically and strings lexically.
-  const { sql, bindings } = orderExpression(kind, name);
+  // Everything else compares as jsonb, so numbers compare numerically and strings as text.
+  const { sql, bindings } = keyExpression(kind, name);
+  const json = values.map((v) => JSON.stringify(comparable(name, v)));
   if (list) {
-    const values = (value as unknown[]).map((v) => JSON.stringify(v ?? null));
-    q.whereRaw(`${sql} ${operator === 'IN' ? '= ANY' : '<> ALL'}(?::jsonb[])`, [...bindings, values]);
+    q.whereRaw(`${sql} ${operator === 'IN' ? '= ANY' : '<> ALL'}(?::jsonb[])`, [...bindings, json]);
+  } else if (operator === '=' || operator === '!=') {
+    q.whereRaw(`${sql} ${SQL_OPERATORS[operator]} ?::jsonb`, [...bindings, json[0]!]);
   } else {
-    q.whereRaw(`${sql} ${SQL_OPERATORS[operator]} ?::jsonb`, [...bindings, JSON.stringify(value ?? null)]);
+    // jsonb orders across types (null < strings < numbers); a range only means something within
+    // one type, so `['nlv', '>', 0]` leaves out a null nlv rather than ranking it.
+    q.whereRaw(
+      `(jsonb_typeof(${sql}) = jsonb_typeof(?::jsonb) AND ${sql} ${SQL_OPERATORS[operator]} ?::jsonb)`,
+      [...bindings, json[0]!, ...bindings, json[0]!],
+    );
   }
-}
-
-interface Cursor {
-  values: unknown[];
-}
-
-function encodeCursor(cursor: Cursor): string {
-  return Buffer.from(JSON.stringify(cursor.values), 'utf8').toString('base64url');
-}
-
-function decodeCursor(token: string | null | undefined, keys: number): Cursor | null {
-  if (!token) return null;
-  try {
-    const values: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (Array.isArray(values) && values.length === keys) return { values };
-  } catch {
-    // fall through
-  }
-  throw new InvalidInput(
-    'Invalid page_token: pass the next_page_token of the previous response unchanged, with the same query.',
-  );
 }
 
 /** `(k1, k2, …) after (v1, v2, …)` for keys with mixed directions, as an OR of prefixes. */
-function keysetCondition(
-  keys: Array<{ sql: string; bindings: Knex.RawBinding[]; descending: boolean }>,
-  values: unknown[],
-) {
+function keysetCondition(keys: Array<{ sql: string; descending: boolean }>, texts: string[]): SqlExpression {
   const clauses: string[] = [];
   const bindings: Knex.RawBinding[] = [];
   keys.forEach((key, i) => {
     const parts: string[] = [];
     for (let j = 0; j < i; j++) {
       parts.push(`${keys[j]!.sql} = ?::jsonb`);
-      bindings.push(...keys[j]!.bindings, JSON.stringify(values[j]) as string);
+      bindings.push(texts[j]!);
     }
     parts.push(`${key.sql} ${key.descending ? '<' : '>'} ?::jsonb`);
-    bindings.push(...key.bindings, JSON.stringify(values[i]) as string);
+    bindings.push(texts[i]!);
     clauses.push(`(${parts.join(' AND ')})`);
   });
   return { sql: `(${clauses.join(' OR ')})`, bindings };
+}
+
+// Microseconds of 0001-01-01 and 9999-12-31T23:59:59.999999, the timestamps a literal can spell.
+const MICROS_MIN = -62_135_596_800_000_000n;
+const MICROS_MAX = 253_402_300_799_999_999n;
+
+/** A cursor's whole microseconds as an exact timestamptz literal (a JS Date keeps only milliseconds). */
+function timestampLiteral(text: string): string {
+  const micros = /^-?\d{1,18}$/.test(text) ? BigInt(text) : null;
+  if (micros === null || micros < MICROS_MIN || micros > MICROS_MAX) {
+    throw new InvalidInput(
+      'Invalid page_token: pass the next_page_token of the previous response unchanged.',
+    );
+  }
+  let millis = micros / 1000n;
+  let rest = micros % 1000n;
+  if (rest < 0n) {
+    rest += 1000n;
+    millis -= 1n;
+  }
+  return new Date(Number(millis)).toISOString().replace('Z', `${String(rest).padStart(3, '0')}Z`);
 }
 
 function applyProjection(
@@ -455,9 +520,18 @@ function applyProjection(
 ): Record<string, unknown> {
   if (!projection) return view;
   if (projection.mode === 'include') {
-    return Object.fromEntries(projection.fields.filter((f) => f in view).map((f) => [f, view[f]]));
+    // Own fields only: `in` would also find `constructor` or `toString` on the prototype.
+    return Object.fromEntries(
+      projection.fields.filter((f) => Object.hasOwn(view, f)).map((f) => [f, view[f]]),
+    );
   }
   return Object.fromEntries(Object.entries(view).filter(([field]) => !projection.fields.includes(field)));
+}
+
+/** Values a client wrote that PostgreSQL refuses (a numeric overflow in a forged token, say). */
+function isDataException(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('22');
 }
 
 export interface ListResult {
@@ -468,6 +542,11 @@ export interface ListResult {
 /**
  * One list implementation for every kind: most recent first by default, keyset paging (rows
  * inserted or deleted meanwhile neither repeat nor vanish), every `query` mode, period filters.
+ *
+ * The order always ends in `id`, so it is total and the cursor names one position. The default
+ * order (and any order on one timestamp) runs on the raw columns, which the
+ * `(account_id, kind, workspace, created_at)` index serves; other orders compare jsonb keys.
+ * Both write the same cursor: per key, the jsonb text of the last row's value.
  */
 export async function listEntities(
   db: Database,
@@ -478,66 +557,119 @@ export async function listEntities(
   const query = parseListQuery(request, { isId: (value) => isKindId(kind, value), hasDate: kind.hasDate });
   const workspace = scopeWorkspace(kind, request.workspace);
 
-  const order: OrderKey[] =
-    query.order.length > 0 ? [...query.order] : [{ property: 'created', descending: true }];
-  if (!order.some((key) => resolveProperty(kind, key.property) === 'id')) {
+  const order: OrderKey[] = (
+    query.order.length > 0 ? query.order : [{ property: 'created', descending: true }]
+  ).map((key) => ({ ...key, property: resolveProperty(kind, key.property) }));
+  for (const key of order) {
+    // Their values (a portfolio's securities) would have to travel in every page_token.
+    if (kind.listOmit.includes(key.property)) {
+      throw new InvalidInput(`query.order: lists cannot be ordered by ${key.property}.`);
+    }
+  }
+  if (!order.some((key) => key.property === 'id')) {
     order.push({ property: 'id', descending: order[order.length - 1]!.descending });
   }
-  const keys = order.map((key) => ({ ...orderExpression(kind, key.property), descending: key.descending }));
-  const cursor = decodeCursor(request.page_token, keys.length);
+  const signature = order.map((key) => (key.descending ? '-' : '') + key.property).join(',');
+  const cursor = decodeKeysetToken(request.page_token, signature, order.length);
 
-  const inner = db('entities').where({ account_id: actor.principal.accountId, kind: kind.kind });
+  const candidates = db('entities').where({ account_id: actor.principal.accountId, kind: kind.kind });
   // A JSON query scopes by its own filters only (a workspace needs ['workspace', '=', name]).
-  if (kind.scope === 'workspace' && !query.json) inner.where({ workspace });
-  if (query.id !== null) inner.where({ id: query.id });
-  if (query.tags.length) inner.whereRaw('tags @> ?::text[]', [query.tags.map((t) => t.toLowerCase())]);
-  if (query.linkUid !== null) inner.where({ link_uid: query.linkUid });
+  if (kind.scope === 'workspace' && !query.json) candidates.where({ workspace });
+  if (query.id !== null) candidates.where({ id: query.id });
+  if (query.tags.length) candidates.whereRaw('tags @> ?::text[]', [query.tags]);
+  if (query.linkUid !== null) candidates.where({ link_uid: query.linkUid });
   if (query.namePrefix !== null) {
-    inner.whereRaw(`name LIKE ? ESCAPE '\\'`, [query.namePrefix.replace(/[\\%_]/g, (c) => '\\' + c) + '%']);
+    candidates.whereRaw(`name LIKE ? ESCAPE '\\'`, [likePrefix(query.namePrefix)]);
   }
-  for (const filter of query.filters) applyFilter(inner, kind, filter);
+  for (const filter of query.filters) applyFilter(candidates, kind, filter);
   if (query.period) {
     const { start, end, field } = query.period;
     if (field === 'date') {
-      if (start) inner.where('date', '>=', start.day);
-      if (end) inner.where('date', '<=', end.day);
+      if (start) candidates.where('date', '>=', start.day);
+      if (end) candidates.where('date', '<=', end.day);
     } else {
-      if (start) inner.where('updated_at', '>=', start.instant);
-      if (end) inner.where('updated_at', '<=', end.instant);
+      if (start) candidates.where('updated_at', '>=', start.instant);
+      // The end is the last millisecond of its second or day; stored times may carry microseconds
+      // (10:00:00.999500 is inside "… 10:00:00"), so compare against the next millisecond.
+      if (end) candidates.where('updated_at', '<', new Date(end.instant.getTime() + 1));
     }
   }
-  const keyColumns = keys.map((key, i) => db.raw(`${key.sql} as __k${i}`, key.bindings));
-  inner.select('*', ...keyColumns);
-  if (query.distinctOn.length) {
-    const partition = query.distinctOn.map((p) => orderExpression(kind, p));
-    const orderSql = keys.map((k) => `${k.sql} ${k.descending ? 'DESC' : 'ASC'}`).join(', ');
-    inner.select(
-      db.raw(
-        `row_number() over (partition by ${partition.map((p) => p.sql).join(', ')} order by ${orderSql}) as __rank`,
-        [...partition.flatMap((p) => p.bindings), ...keys.flatMap((k) => k.bindings)],
-      ),
+
+  const time = TIME_PROPERTIES[order[0]!.property];
+  const fastPath =
+    time !== undefined &&
+    order.length === 2 &&
+    order[1]!.property === 'id' &&
+    order[0]!.descending === order[1]!.descending &&
+    query.distinctOn.length === 0;
+
+  let statement: Knex.QueryBuilder;
+  if (fastPath) {
+    // Raw columns and a row comparison: the planner walks the created_at index instead of sorting.
+    const direction = order[0]!.descending ? 'desc' : 'asc';
+    statement = candidates.select(
+      '*',
+      db.raw(`(extract(epoch from ${time}) * 1000000)::bigint::text as __c0`),
+      db.raw('to_jsonb(id)::text as __c1'),
     );
+    if (cursor) {
+      const id: unknown = JSON.parse(cursor[1]!);
+      if (typeof id !== 'string') {
+        throw new InvalidInput(
+          'Invalid page_token: pass the next_page_token of the previous response unchanged.',
+        );
+      }
+      statement.whereRaw(`(${time}, id) ${direction === 'desc' ? '<' : '>'} (?::timestamptz, ?)`, [
+        timestampLiteral(cursor[0]!),
+        id,
+      ]);
+    }
+    statement.orderBy([
+      { column: time, order: direction },
+      { column: 'id', order: direction },
+    ]);
+  } else {
+    const keys = order.map((key) => ({ ...keyExpression(kind, key.property), descending: key.descending }));
+    candidates.select('*', ...keys.map((key, i) => db.raw(`${key.sql} as __k${i}`, key.bindings)));
+    if (query.distinctOn.length) {
+      // Rank within each distinct value over the whole candidate set, before any cursor applies:
+      // the representative of a value is then the same row on every page.
+      const partition = query.distinctOn.map((p) => keyExpression(kind, p));
+      const orderSql = keys.map((k) => `${k.sql} ${k.descending ? 'DESC' : 'ASC'}`).join(', ');
+      candidates.select(
+        db.raw(
+          `row_number() over (partition by ${partition.map((p) => p.sql).join(', ')} order by ${orderSql}) as __rank`,
+          [...partition.flatMap((p) => p.bindings), ...keys.flatMap((k) => k.bindings)],
+        ),
+      );
+    }
+    const outerKeys = keys.map((key, i) => ({ sql: `__k${i}`, descending: key.descending }));
+    statement = db
+      .from(candidates.as('candidates'))
+      .select('*', ...outerKeys.map((key, i) => db.raw(`${key.sql}::text as __c${i}`)));
+    if (query.distinctOn.length) statement.where('__rank', 1);
+    if (cursor) {
+      const condition = keysetCondition(outerKeys, cursor);
+      statement.whereRaw(condition.sql, condition.bindings);
+    }
+    for (const key of outerKeys) statement.orderByRaw(`${key.sql} ${key.descending ? 'DESC' : 'ASC'}`);
   }
 
-  const outer = db.from(inner.as('candidates'));
-  if (query.distinctOn.length) outer.where('__rank', 1);
-  const outerKeys = keys.map((key, i) => ({
-    sql: `__k${i}`,
-    bindings: [] as Knex.RawBinding[],
-    descending: key.descending,
-  }));
-  if (cursor) {
-    const condition = keysetCondition(outerKeys, cursor.values);
-    outer.whereRaw(condition.sql, condition.bindings);
+  let rows: Array<EntityRow & Record<string, unknown>>;
+  try {
+    rows = (await statement.limit(query.pageSize + 1)) as Array<EntityRow & Record<string, unknown>>;
+  } catch (error) {
+    if (isDataException(error)) {
+      throw new InvalidInput('The query or page_token holds a value the database cannot compare.');
+    }
+    throw error;
   }
-  for (const key of outerKeys) outer.orderByRaw(`${key.sql} ${key.descending ? 'DESC' : 'ASC'}`);
-  const rows = (await outer.limit(query.pageSize + 1)) as Array<EntityRow & Record<string, unknown>>;
 
   const page = rows.slice(0, query.pageSize);
   const last = page[page.length - 1];
   const next =
     rows.length > query.pageSize && last
-      ? encodeCursor({ values: keys.map((_, i) => last[`__k${i}`]) })
+      ? encodeKeysetToken({ order: signature, keys: order.map((_, i) => last[`__c${i}`] as string) })
       : null;
   const items = page.map((row) => {
     const view = kind.view(toRecord(row));

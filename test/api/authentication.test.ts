@@ -145,6 +145,45 @@ describe('authentication', () => {
     });
   });
 
+  test('signing in writes LOGIN, revoking writes LOGOUT and the token stops working', async () => {
+    const client = await createOAuthClient(db, { accountId: account.accountId, name: 'session test' });
+    const form = (extra: string) => ({
+      method: 'POST' as const,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': 'python-requests/2.32' },
+      payload: `client_id=${client.client_id}&client_secret=${client.client_secret}&${extra}`,
+    });
+    const issued = await t.app.inject({ ...form('grant_type=client_credentials'), url: '/v2/oauth/token' });
+    const token = issued.json().access_token as string;
+    const [login] = await db('audit_logs').where({ credential_id: client.client_id, operation: 'LOGIN' });
+    expect(login).toMatchObject({
+      entity_type: 'UserEvent',
+      entity_id: account.ownerId,
+      credential_type: 'OAUTH2',
+      source: 'API',
+      user_agent_pretty: 'Unknown OS - Python Requests',
+    });
+    expect((await list({ authorization: `Bearer ${token}` })).statusCode).toBe(200);
+
+    const revoked = await t.app.inject({ ...form(`token=${token}`), url: '/v2/oauth/revoke' });
+    expect(revoked.json()).toEqual({ revoked: true });
+    expect((await list({ authorization: `Bearer ${token}` })).statusCode).toBe(401);
+    const logouts = await db('audit_logs').where({ credential_id: client.client_id, operation: 'LOGOUT' });
+    expect(logouts).toHaveLength(1);
+
+    // Revoking again (or an unknown token) answers the same and records nothing.
+    const again = await t.app.inject({ ...form(`token=${token}`), url: '/v2/oauth/revoke' });
+    expect(again.json()).toEqual({ revoked: true });
+    expect(
+      await db('audit_logs').where({ credential_id: client.client_id, operation: 'LOGOUT' }),
+    ).toHaveLength(1);
+    const wrongClient = await t.app.inject({
+      method: 'POST',
+      url: '/v2/oauth/revoke',
+      payload: { token, client_id: client.client_id, client_secret: 'wrong' },
+    });
+    expect(wrongClient.statusCode).toBe(401);
+  });
+
   test('tokens are stored hashed, never in clear', async () => {
     const rows = await db('api_keys').where({ sid: account.key.account_sid });
     expect(rows).toHaveLength(1);

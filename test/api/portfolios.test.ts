@@ -81,6 +81,11 @@ describe('portfolios', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.json().portfolio).not.toHaveProperty('securities');
+    expect(res.json().portfolio).toMatchObject({ name: 'Lean', base_currency: 'USD', version: '1' });
+    // The response schema filters: nothing undeclared leaks, and the OpenAPI shows a real schema.
+    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const created = doc.paths['/portfolios'].post.responses['200'].content['application/json'].schema;
+    expect(JSON.stringify(created)).not.toContain('"Partial"');
   });
 
   test.each([
@@ -184,6 +189,14 @@ describe('portfolios', () => {
     expect(inOps.workspace).toBe('ops');
     expect((await call('GET', `/v2/portfolios/${inOps.id}`)).statusCode).toBe(404);
     expect((await call('GET', `/v2/portfolios/${inOps.id}?workspace=ops`)).statusCode).toBe(200);
+    // workspace also rides on the query string of a create or an update.
+    const viaQuery = await call('POST', '/v2/portfolios?workspace=ops', {
+      name: 'Query book',
+      securities: [],
+    });
+    expect(viaQuery.json().portfolio.workspace).toBe('ops');
+    const renamed = await call('PUT', `/v2/portfolios/${inOps.id}?workspace=ops`, { name: 'Ops book 2' });
+    expect(renamed.json().portfolio).toMatchObject({ name: 'Ops book 2', workspace: 'ops' });
     const other = await createTestAccount(db);
     expect((await call('GET', `/v2/portfolios/${inOps.id}?workspace=ops`, undefined, other)).statusCode).toBe(
       404,

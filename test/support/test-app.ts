@@ -36,6 +36,7 @@ export async function createTestApp(
       maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
       logLevel: 'silent',
       trustProxy: false,
+      publicUrl: 'http://pas.test',
     },
     db,
     workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),

@@ -1,0 +1,155 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Database } from '../../engine/db/database';
+import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import {
+  createUserApp,
+  deleteUserApp,
+  ENV_VARS_MAX,
+  updateUserApp,
+  USER_APP,
+} from '../../engine/user-apps/user-app-store';
+import { errorResponses, Timestamp } from '../schemas/common';
+import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
+
+const UserApp = Type.Object(
+  {
+    id: Type.String({ description: 'Prefix uapp_.' }),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    tags: Type.Array(Type.String()),
+    data: Type.Object({}, { additionalProperties: true, description: 'Omitted in lists.' }),
+    env_vars: Type.Record(Type.String(), Type.String(), {
+      description: 'Secrets: omitted in lists and never kept in the audit trail.',
+    }),
+    created: Timestamp,
+    updated: Timestamp,
+    version: Type.String(),
+  },
+  { $id: 'UserApp', title: 'UserApp' },
+);
+
+// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
+const PublishBody = Type.Object({
+  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
+  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
+  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
+  data: Type.Optional(Type.Unknown({ description: 'A JSON object, default {}; replaced whole on update.' })),
+  env_vars: Type.Optional(
+    Type.Unknown({
+      description: `Up to ${ENV_VARS_MAX} NAME: string value pairs, default {}; replaced whole on update.`,
+    }),
+  ),
+});
+
+const IgnoredWorkspace = Type.Optional(
+  Type.String({
+    description: 'Accepted and ignored: user apps belong to the account, alike from every workspace.',
+  }),
+);
+const IdParam = Type.Object({ id: Type.String({ description: 'uapp_…' }) });
+const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
+const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
+const UserAppReply = Type.Object({ user_app: Type.Ref('UserApp') });
+const tags = ['User apps'];
+const config = { auditEntity: 'UserApp' } as const;
+
+const userAppRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+  app.addSchema(UserApp);
+
+  app.post(
+    '/user_apps',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Publish a user app (extension)',
+        description: 'Extension: the interface has user apps read-only; publishing tools create them here.',
+        body: PublishBody,
+        response: { 200: UserAppReply, ...errorResponses(400) },
+      },
+    },
+    async (request) => ({ user_app: USER_APP.view(await createUserApp(db, request.actor, request.body)) }),
+  );
+
+  app.get(
+    '/user_apps',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List user apps (without data and env_vars), most recent first',
+        querystring: ListQuery,
+        response: { 200: listReply('user_apps', UserApp), ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const { items, next_page_token } = await listEntities(
+        db,
+        request.actor,
+        USER_APP,
+        listRequest(request.query),
+      );
+      return { user_apps: items, next_page_token };
+    },
+  );
+
+  app.get(
+    '/user_apps/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Retrieve a user app, with data and env_vars',
+        params: IdParam,
+        querystring: WorkspaceQuery,
+        response: { 200: UserAppReply, ...errorResponses(404) },
+      },
+    },
+    async (request) => ({
+      user_app: USER_APP.view(await viewEntity(db, request.actor, USER_APP, request.params.id)),
+    }),
+  );
+
+  app.put(
+    '/user_apps/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Republish a user app (extension)',
+        description:
+          'Extension: every field optional; fields left out (or null) keep their values. The version increases.',
+        params: IdParam,
+        body: PublishBody,
+        response: { 200: UserAppReply, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => ({
+      user_app: USER_APP.view(await updateUserApp(db, request.actor, request.params.id, request.body)),
+    }),
+  );
+
+  app.delete(
+    '/user_apps/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a user app (extension)',
+        description: 'Extension: the interface has user apps read-only.',
+        params: IdParam,
+        querystring: WorkspaceQuery,
+        response: {
+          200: Type.Object({
+            user_app: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
+          }),
+          ...errorResponses(404),
+        },
+      },
+    },
+    async (request) => ({ user_app: await deleteUserApp(db, request.actor, request.params.id) }),
+  );
+};
+
+export default userAppRoutes;

@@ -1,0 +1,202 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Database } from '../../engine/db/database';
+import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import {
+  createWorkerTemplate,
+  deleteWorkerTemplate,
+  FORM_INPUTS_MAX,
+  SCRIPT_MAX_BYTES,
+  updateWorkerTemplate,
+  WORKER_TEMPLATE,
+} from '../../engine/worker-templates/worker-template-store';
+import { errorResponses, Timestamp } from '../schemas/common';
+import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
+
+const FormInput = Type.Object(
+  {
+    id: Type.Optional(Type.String()),
+    name: Type.Optional(Type.String()),
+    type: Type.String(),
+  },
+  {
+    $id: 'FormInput',
+    title: 'FormInput',
+    additionalProperties: true,
+    description:
+      'One input of the template form: an id (or a name) that keys script_inputs of a worker, a type, ' +
+      'and any further form settings, kept as published.',
+  },
+);
+
+const WorkerTemplate = Type.Object(
+  {
+    id: Type.String({ description: 'Prefix wtpl_.' }),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    tags: Type.Array(Type.String()),
+    category: Nullable(Type.String()),
+    visible: Type.Boolean(),
+    type: Type.Union(
+      ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
+    ),
+    script_runtime: Type.Union([Type.Literal('javascript'), Type.Literal('typescript')]),
+    script_entry_point: Type.String(),
+    run_locally: Type.Boolean({ description: 'Always true: scripts run in the sandbox of the service.' }),
+    container_status: Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('ERROR')]),
+    form_inputs: Type.Array(Type.Ref('FormInput'), { description: 'Only on retrieve.' }),
+    script: Type.String({ description: 'The source text. Only on retrieve.' }),
+    created: Timestamp,
+    updated: Timestamp,
+    version: Type.String(),
+  },
+  { $id: 'WorkerTemplate', title: 'WorkerTemplate' },
+);
+
+// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
+const PublishBody = Type.Object({
+  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
+  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
+  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
+  category: Type.Optional(Type.Unknown({ description: 'String of up to 200 characters, default null.' })),
+  visible: Type.Optional(Type.Unknown({ description: 'Boolean, default true.' })),
+  type: Type.Optional(
+    Type.Unknown({ description: 'STARTER, BASIC (default), ENDER, FORKER, BARRIER or CONDITIONAL.' }),
+  ),
+  script_runtime: Type.Optional(
+    Type.Unknown({ description: 'javascript (default) or typescript; any other runtime is refused.' }),
+  ),
+  script_entry_point: Type.Optional(Type.Unknown({ description: 'Function name, default main.' })),
+  script: Type.Optional(
+    Type.Unknown({
+      description: `REQUIRED on create. Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
+    }),
+  ),
+  script_source: Type.Optional(Type.Unknown({ description: 'Accepted in place of script; script wins.' })),
+  form_inputs: Type.Optional(
+    Type.Unknown({
+      description: `Up to ${FORM_INPUTS_MAX} objects, each with a unique id (or name) and a type. Default [].`,
+    }),
+  ),
+});
+
+const IgnoredWorkspace = Type.Optional(
+  Type.String({ description: 'Accepted and ignored: worker templates belong to the account.' }),
+);
+const IdParam = Type.Object({ id: Type.String({ description: 'wtpl_…' }) });
+const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
+const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
+const WorkerTemplateReply = Type.Object({ worker_template: Type.Ref('WorkerTemplate') });
+const tags = ['Worker templates'];
+const config = { auditEntity: 'WorkerTemplate' } as const;
+
+const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+  app.addSchema(FormInput);
+  app.addSchema(WorkerTemplate);
+
+  app.post(
+    '/worker_templates',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Publish a worker template (extension)',
+        description:
+          'Extension: the interface has worker templates read-only; the publishing tools of the hosted product ' +
+          'create them here. Unknown keys (icon, ports, form_outputs, …) are ignored.',
+        body: PublishBody,
+        response: { 200: WorkerTemplateReply, ...errorResponses(400) },
+      },
+    },
+    async (request) => ({
+      worker_template: WORKER_TEMPLATE.view(await createWorkerTemplate(db, request.actor, request.body)),
+    }),
+  );
+
+  app.get(
+    '/worker_templates',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List worker templates (without form_inputs and script), most recent first',
+        querystring: ListQuery,
+        response: { 200: listReply('worker_templates', WorkerTemplate), ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const { items, next_page_token } = await listEntities(
+        db,
+        request.actor,
+        WORKER_TEMPLATE,
+        listRequest(request.query),
+      );
+      return { worker_templates: items, next_page_token };
+    },
+  );
+
+  app.get(
+    '/worker_templates/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Retrieve a worker template, with form_inputs and script',
+        params: IdParam,
+        querystring: WorkspaceQuery,
+        response: { 200: WorkerTemplateReply, ...errorResponses(404) },
+      },
+    },
+    async (request) => ({
+      worker_template: WORKER_TEMPLATE.view(
+        await viewEntity(db, request.actor, WORKER_TEMPLATE, request.params.id),
+      ),
+    }),
+  );
+
+  app.put(
+    '/worker_templates/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Republish a worker template (extension)',
+        description:
+          'Extension: every field optional; fields left out (or null) keep their values. The version increases.',
+        params: IdParam,
+        body: PublishBody,
+        response: { 200: WorkerTemplateReply, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => ({
+      worker_template: WORKER_TEMPLATE.view(
+        await updateWorkerTemplate(db, request.actor, request.params.id, request.body),
+      ),
+    }),
+  );
+
+  app.delete(
+    '/worker_templates/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a worker template (extension)',
+        description: 'Extension: the interface has worker templates read-only.',
+        params: IdParam,
+        querystring: WorkspaceQuery,
+        response: {
+          200: Type.Object({
+            worker_template: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
+          }),
+          ...errorResponses(404),
+        },
+      },
+    },
+    async (request) => ({
+      worker_template: await deleteWorkerTemplate(db, request.actor, request.params.id),
+    }),
+  );
+};
+
+export default workerTemplateRoutes;

@@ -1,0 +1,371 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { type Actor, recordAudit } from '../audit/audit-trail';
+import type { Database } from '../db/database';
+import {
+  commonView,
+  createEntity,
+  deleteEntity,
+  type EntityKind,
+  type EntityRecord,
+  findEntity,
+  updateEntity,
+} from '../entities/entity-store';
+import { checkName, todayYYYYMMDD } from '../entities/entity-fields';
+import { InvalidInput, NotFound } from '../errors';
+import { randomAlphanumeric } from '../ids';
+import { checkStorableFields } from '../entities/storable-json';
+
+export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;
+export type ReportAuthorization = (typeof REPORT_AUTHORIZATIONS)[number];
+
+export const SKIN_THEMES = ['Light', 'Dark'] as const;
+export type SkinTheme = (typeof SKIN_THEMES)[number];
+
+export const SHARE_SECONDS_DEFAULT = 3600;
+/** A share link is a bearer secret: it must not live for ever. */
+export const SHARE_SECONDS_MAX = 30 * 24 * 3600;
+
+/** Widget ids become a URL path segment, so they keep to characters that need no escaping. */
+const WIDGET_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Derived on every read from the report's uid; stored copies would go stale. */
+const DERIVED_WIDGET_FIELDS = ['absolute_url', 'relative_url'];
+
+const KIND = 'report';
+
+export interface StoredWidget extends Record<string, unknown> {
+  id: string;
+  name: string;
+}
+
+function themeSegment(theme: SkinTheme): string {
+  return theme.toLowerCase();
+}
+
+function reportPath(uid: string, theme: SkinTheme): string {
+  return `/report/${uid}/${themeSegment(theme)}`;
+}
+
+function widgetPath(uid: string, widgetId: string, theme: SkinTheme): string {
+  return `/report/${uid}/widget/${widgetId}/${themeSegment(theme)}`;
+}
+
+function urlsOf(publicUrl: string, record: EntityRecord, theme: SkinTheme) {
+  const relative = reportPath(record.body.uid as string, theme);
+  return { url: publicUrl + relative, absolute_url: publicUrl + relative, relative_url: relative };
+}
+
+function baseView(publicUrl: string, record: EntityRecord, theme: SkinTheme): Record<string, unknown> {
+  return {
+    ...commonView(record),
+    // Reports always carry a day; a record written without one describes the day it was made.
+    date: record.date ?? todayYYYYMMDD(record.createdAt),
+    data: record.body.data ?? [],
+    authorization: record.body.authorization ?? 'PRIVATE',
+    ...urlsOf(publicUrl, record, theme),
+    workspace: record.workspace,
+    link_uid: record.linkUid,
+  };
+}
+
+/**
+ * The report kind: its views carry absolute addresses, so it is built once per service base URL
+ * (`publicUrl`, without the `/v2` segment).
+ */
+export function reportKind(publicUrl: string): EntityKind {
+  return {
+    kind: KIND,
+    entityType: 'Report',
+    noun: 'report',
+    scope: 'workspace',
+    idPrefix: 'report',
+    idField: 'id',
+    hasDate: true,
+    listOmit: ['widgets'],
+    auditDigest: ['data'],
+    view: (record: EntityRecord) => {
+      const uid = record.body.uid as string;
+      const widgets = (record.body.widgets as StoredWidget[] | undefined) ?? [];
+      return {
+        ...baseView(publicUrl, record, 'Light'),
+        widgets: widgets.map((widget) => {
+          const relative = widgetPath(uid, widget.id, 'Light');
+          return {
+            id: widget.id,
+            name: widget.name,
+            absolute_url: publicUrl + relative,
+            relative_url: relative,
+          };
+        }),
+      };
+    },
+  };
+}
+
+export interface ReportInput {
+  name?: unknown;
+  description?: unknown;
+  tags?: unknown;
+  date?: unknown;
+  data?: unknown;
+  widgets?: unknown;
+  authorization?: unknown;
+  workspace?: unknown;
+  link_uid?: unknown;
+}
+
+/** The request fields this resource reads; other keys of a body are ignored, never checked. */
+function knownFields(input: ReportInput): ReportInput {
+  const { name, description, tags, date, data, widgets, authorization, workspace, link_uid } = input;
+  return { name, description, tags, date, data, widgets, authorization, workspace, link_uid };
+}
+
+function checkReportData(value: unknown): unknown[] {
+  if (!Array.isArray(value)) throw new InvalidInput('data must be an array.');
+  return value;
+}
+
+/** `PRIVATE` or `PUBLIC` (any letter case, stored upper case); reports and templates share it. */
+export function checkAuthorization(value: unknown): ReportAuthorization {
+  const upper = typeof value === 'string' ? value.toUpperCase() : value;
+  if (!(REPORT_AUTHORIZATIONS as readonly unknown[]).includes(upper)) {
+    throw new InvalidInput(`authorization must be ${REPORT_AUTHORIZATIONS.join(' or ')}.`);
+  }
+  return upper as ReportAuthorization;
+}
+
+/**
+ * Widgets need a `name`; an `id` is generated when missing, and ids are unique within the report
+ * because they address the widget's page. Other keys are kept as the client sent them.
+ */
+export function checkWidgets(value: unknown): StoredWidget[] {
+  if (!Array.isArray(value)) throw new InvalidInput('widgets must be an array of widget objects.');
+  const seen = new Set<string>();
+  return value.map((raw: unknown, index) => {
+    const where = `widgets[${index}]`;
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw new InvalidInput(`${where} must be an object.`);
+    }
+    const widget = { ...(raw as Record<string, unknown>) };
+    for (const field of DERIVED_WIDGET_FIELDS) delete widget[field];
+    const given = widget.id;
+    let id: string;
+    if (given === undefined || given === null || given === '') id = randomAlphanumeric(25);
+    else if (typeof given === 'string' && WIDGET_ID.test(given)) id = given;
+    else throw new InvalidInput(`${where}.id must be 1 to 64 letters, digits, _ or -.`);
+    if (seen.has(id)) throw new InvalidInput(`${where}.id "${id}" is used by another widget.`);
+    seen.add(id);
+    return { ...widget, id, name: checkName(widget.name, `${where}.name`) };
+  });
+}
+
+/** A report's date is the day it describes: the creation day (UTC) unless the client names one. */
+function reportDate(value: unknown): unknown {
+  return value === undefined || value === null ? todayYYYYMMDD() : value;
+}
+
+export async function createReport(
+  db: Database,
+  actor: Actor,
+  kind: EntityKind,
+  input: ReportInput,
+): Promise<EntityRecord> {
+  checkStorableFields(knownFields(input));
+  return createEntity(db, actor, kind, {
+    workspace: input.workspace,
+    name: input.name,
+    description: input.description,
+    tags: input.tags,
+    date: reportDate(input.date),
+    linkUid: input.link_uid,
+    body: {
+      // The uid addresses the report's page; unlike the id it can be handed out in a URL.
+      uid: randomAlphanumeric(32),
+      data: input.data === undefined || input.data === null ? [] : checkReportData(input.data),
+      widgets: input.widgets === undefined || input.widgets === null ? [] : checkWidgets(input.widgets),
+      authorization:
+        input.authorization === undefined || input.authorization === null
+          ? 'PRIVATE'
+          : checkAuthorization(input.authorization),
+    },
+  });
+}
+
+/** Every field optional; a field given as null keeps its current value, except description and link_uid. */
+export async function updateReport(
+  db: Database,
+  actor: Actor,
+  kind: EntityKind,
+  id: string,
+  input: ReportInput,
+): Promise<EntityRecord> {
+  checkStorableFields(knownFields(input));
+  const changes: Record<string, unknown> = {};
+  if (input.data !== undefined && input.data !== null) changes.data = checkReportData(input.data);
+  if (input.widgets !== undefined && input.widgets !== null) changes.widgets = checkWidgets(input.widgets);
+  if (input.authorization !== undefined && input.authorization !== null) {
+    changes.authorization = checkAuthorization(input.authorization);
+  }
+  return updateEntity(db, actor, kind, id, input.workspace, (current) => ({
+    name: input.name,
+    description: input.description,
+    tags: input.tags ?? undefined,
+    date: input.date ?? undefined,
+    linkUid: input.link_uid,
+    body: { ...current.body, ...changes },
+  }));
+}
+
+/** Deleting a report also revokes every share link of it. */
+export async function deleteReport(
+  db: Database,
+  actor: Actor,
+  kind: EntityKind,
+  id: string,
+  workspace: unknown,
+): Promise<{ deleted: true; id: string }> {
+  return db.transaction(async (trx) => {
+    const record = await deleteEntity(trx, actor, kind, id, workspace);
+    await trx('report_shares').where({ account_id: record.accountId, report_id: record.id }).delete();
+    return { deleted: true, id: record.id };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Share links: a random token shown once; only its SHA-256 is stored, so a database leak does not
+// hand out live links.
+
+export interface ShareInput {
+  expires_after?: unknown;
+  skin_theme?: unknown;
+  workspace?: unknown;
+}
+
+export interface ReportShare {
+  record: EntityRecord;
+  urlToken: string;
+  expiresAfter: number;
+  skinTheme: SkinTheme;
+  sharedAt: Date;
+  expiresAt: Date;
+}
+
+function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+export function checkExpiresAfter(value: unknown): number {
+  if (value === undefined || value === null || value === '') return SHARE_SECONDS_DEFAULT;
+  const seconds =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\d+$/.test(value)
+        ? Number(value)
+        : NaN;
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > SHARE_SECONDS_MAX) {
+    throw new InvalidInput(
+      `expires_after must be a whole number of seconds from 1 to ${SHARE_SECONDS_MAX} (30 days).`,
+    );
+  }
+  return seconds;
+}
+
+/** `Dark` or `Light`, in any letter case (clients differ); default `Light`. */
+export function checkSkinTheme(value: unknown): SkinTheme {
+  if (value === undefined || value === null || value === '') return 'Light';
+  const theme = SKIN_THEMES.find((t) => typeof value === 'string' && t.toLowerCase() === value.toLowerCase());
+  if (!theme) throw new InvalidInput(`skin_theme must be ${SKIN_THEMES.join(' or ')}.`);
+  return theme;
+}
+
+export async function shareReport(
+  db: Database,
+  actor: Actor,
+  kind: EntityKind,
+  id: string,
+  input: ShareInput,
+  now: Date = new Date(),
+): Promise<ReportShare> {
+  checkStorableFields({ workspace: input.workspace });
+  const expiresAfter = checkExpiresAfter(input.expires_after);
+  const skinTheme = checkSkinTheme(input.skin_theme);
+  const urlToken = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(now.getTime() + expiresAfter * 1000);
+  const record = await db.transaction(async (trx) => {
+    const record = await findEntity(trx, actor.principal.accountId, kind, id, input.workspace);
+    await trx('report_shares').insert({
+      token_hash: hashToken(urlToken),
+      account_id: record.accountId,
+      report_id: record.id,
+      skin_theme: skinTheme,
+      created_at: now,
+      expires_at: expiresAt,
+    });
+    // Sharing does not change the report, so no version bump; the trail keeps the terms, never the token.
+    await recordAudit(trx, actor, {
+      operation: 'SHARE',
+      activity: `Shared report ${record.name} for ${expiresAfter} seconds`,
+      entityId: record.id,
+      entityType: kind.entityType,
+      entityName: record.name,
+      workspace: record.workspace,
+      after: {
+        skin_theme: skinTheme,
+        expires_after: expiresAfter,
+        expires_at: Math.floor(expiresAt.getTime() / 1000),
+      },
+    });
+    return record;
+  });
+  return { record, urlToken, expiresAfter, skinTheme, sharedAt: now, expiresAt };
+}
+
+function yyyymmddHhmmss(instant: Date): string {
+  const iso = instant.toISOString();
+  return `${iso.slice(0, 10).replace(/-/g, '')} ${iso.slice(11, 19)}`;
+}
+
+/** The share response: the report with the share link, its token and terms; addresses use the chosen theme. */
+export function shareView(publicUrl: string, share: ReportShare): Record<string, unknown> {
+  const view = baseView(publicUrl, share.record, share.skinTheme);
+  return {
+    ...view,
+    shared_url: `${view.absolute_url as string}?token=${share.urlToken}`,
+    url_token: share.urlToken,
+    expires_after: share.expiresAfter,
+    widgets: null,
+    date_time: yyyymmddHhmmss(share.sharedAt),
+  };
+}
+
+/**
+ * The report kind without its workspace condition, for lookups by (account, id) alone, which is
+ * unique: a share row names no workspace. Only used to find records, never to view them.
+ */
+const REPORT_IN_ANY_WORKSPACE: EntityKind = { ...reportKind(''), scope: 'account' };
+
+/**
+ * The report a share token opens, or null when the token is unknown, expired, or its report is
+ * gone. For the report page, which answers the token's holder without credentials.
+ */
+export async function resolveShareToken(
+  db: Database,
+  token: string,
+  now: Date = new Date(),
+): Promise<EntityRecord | null> {
+  const share = (await db('report_shares')
+    .where({ token_hash: hashToken(token) })
+    .where('expires_at', '>', now)
+    .first()) as { account_id: string; report_id: string } | undefined;
+  if (!share) return null;
+  try {
+    return await findEntity(db, share.account_id, REPORT_IN_ANY_WORKSPACE, share.report_id);
+  } catch (error) {
+    if (error instanceof NotFound) return null;
+    throw error;
+  }
+}
+
+/** Housekeeping: drops expired share rows (they already open nothing). Returns how many went. */
+export async function pruneExpiredShares(db: Database, now: Date = new Date()): Promise<number> {
+  return db('report_shares').where('expires_at', '<=', now).delete();
+}
