@@ -18,7 +18,10 @@ import reportTemplateRoutes from './routes/report-templates';
 import reportRoutes from './routes/reports';
 import userAppRoutes from './routes/user-apps';
 import workerTemplateRoutes from './routes/worker-templates';
+import fileContentRoutes from './routes/file-content';
+import fileRoutes from './routes/files';
 import healthCheckRoutes from './routes/health-check';
+import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import portfolioRoutes from './routes/portfolios';
 import workflowRoutes from './routes/workflows';
@@ -85,8 +88,21 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(userAppRoutes, { db: deps.db });
       await v2.register(auditLogRoutes, { db: deps.db });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
+      await v2.register(fileRoutes, {
+        db: deps.db,
+        maxPayloadBytes: deps.config.maxPayloadBytes,
+        publicUrl: deps.config.publicUrl,
+      });
     },
     { prefix: '/v2' },
   );
+  // Addresses handed out in objects (a file's `url`, a report's `relative_url`) live outside /v2.
+  const pageOptions = {
+    db: deps.db,
+    maxPayloadBytes: deps.config.maxPayloadBytes,
+    publicUrl: deps.config.publicUrl,
+  };
+  await app.register(fileContentRoutes, pageOptions);
+  await app.register(reportPageRoutes, pageOptions);
   return app;
 }

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import cron from 'node-cron';
 import { loadConfig } from '../engine/config';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
+import { expireIdleUploads } from '../engine/files/file-uploads';
 import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
 import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
@@ -30,6 +31,10 @@ async function main(): Promise<void> {
     );
     pruneExpiredShares(db).catch((error: unknown) =>
       app.log.warn({ err: error }, 'expired share-link pruning failed'),
+    );
+    // Multipart uploads idle for 2 hours expire and their bytes are freed.
+    expireIdleUploads(db).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'expiring idle file uploads failed'),
     );
   });
 

@@ -1,8 +1,10 @@
+import { runFileUploadBench } from './file-upload.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
 
 /** `npm run bench`: every benchmark prints its figures beside a baseline measured in the same run. */
 async function main(): Promise<void> {
   await runHttpPipelineBench();
+  await runFileUploadBench();
 }
 
 main().catch((error: unknown) => {

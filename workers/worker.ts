@@ -17,6 +17,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
+    publicUrl: config.publicUrl,
   });
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);

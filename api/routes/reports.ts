@@ -84,7 +84,12 @@ const ReportBody = Type.Object({
   data: Type.Optional(Type.Unknown({ description: 'Array: the report content. Default [].' })),
   widgets: Type.Optional(
     Type.Unknown({
-      description: 'Array of objects with `name` (REQUIRED) and `id` (generated when missing). Default [].',
+      description:
+        'Array of objects with `name` (REQUIRED) and `id` (generated when missing). Default []. ' +
+        'The report page draws `type` `table` (`columns`, `rows`), `bar` (`labels` with `values`, or ' +
+        '`series: [{name, values}]`), `line` (`x` with `series` or `values`; null leaves a gap) and `text` ' +
+        '(`text`); optional `description`, `format` (number, percent, currency, plain), `currency`, ' +
+        '`decimals` (0-8). Widgets of these types are checked; other types are stored as sent.',
     }),
   ),
   authorization: Type.Optional(Type.Unknown({ description: 'PRIVATE (default) or PUBLIC.' })),

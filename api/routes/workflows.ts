@@ -1,70 +1,146 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/db/database';
 import { InvalidInput } from '../../engine/errors';
+import { listEntities, viewEntity } from '../../engine/entities/entity-store';
 import {
-  findWorkerExecution,
-  findWorkflowExecution,
-  workerExecutionView,
-  workflowExecutionView,
-  type WorkerExecutionRow,
-} from '../../engine/workflows/execution-records';
+  groupedWorkerExecutions,
+  listWorkflowExecutions,
+  workerExecutionOf,
+  workflowExecutionOf,
+} from '../../engine/workflows/execution-queries';
+import { workerExecutionView, workflowExecutionView } from '../../engine/workflows/execution-records';
 import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
-import { createWorkflow, findWorkflow, workflowView } from '../../engine/workflows/workflow-store';
+import {
+  createWorkflow,
+  deleteWorkflow,
+  updateWorkflow,
+  WORKFLOW,
+  workflowView,
+} from '../../engine/workflows/workflow-store';
 import { errorResponses, Timestamp } from '../schemas/common';
+import {
+  listQuerystring,
+  listReply,
+  listRequest,
+  LooseBoolean,
+  looseBoolean,
+  Nullable,
+} from '../schemas/entity-lists';
 
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
-const NullableNumber = Type.Union([Type.Number(), Type.Null()]);
+const NullableNumber = Nullable(Type.Number());
+/** Null first: with type coercion on, a null tried against a string first would become "". */
+const OrNull = <T extends TSchema>(schema: T) => Type.Union([Type.Null(), schema]);
+const WorkerId = Type.String({ description: 'wrkr_ plus 25 letters or digits.' });
+const Edge = Type.Array(WorkerId, { description: 'One worker id (a bare id is accepted too).' });
 
-const WorkerNode = Type.Object({
-  id: Type.String({ description: 'wrkr_ plus 25 letters or digits.' }),
-  name: Type.String(),
-  type: Type.Union([Type.Literal('STARTER'), Type.Literal('BASIC'), Type.Literal('ENDER')]),
-  script: Type.Optional(Nullable(Type.String({ description: 'JavaScript defining main(args).' }))),
-  script_inputs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  next: Type.Optional(Type.Array(Type.String())),
-});
-
-const Workflow = Type.Object(
+const WorkerNode = Type.Object(
   {
-    id: Type.String(),
+    id: WorkerId,
     name: Type.String(),
-    description: Nullable(Type.String()),
-    tags: Type.Array(Type.String()),
-    status: Type.String(),
-    trigger_type: Type.String(),
-    trigger_config: Type.Record(Type.String(), Type.Unknown()),
-    trigger_enabled: Type.Boolean(),
-    starter_worker_id: Nullable(Type.String()),
-    gui: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
-    workers: Type.Array(WorkerNode),
-    workspace: Type.String(),
-    created: Timestamp,
-    updated: Timestamp,
-    version: Type.String(),
+    type: Type.Union(
+      ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
+      {
+        description:
+          'STARTER (one; its script inputs are overlaid with the run parameters), BASIC, ENDER (the result), ' +
+          'FORKER (its result — a list, or {items: [...]} — fans out into parallel branches), ' +
+          "BARRIER (joins the FORKER's branches; input is the ordered list of branch results), " +
+          'CONDITIONAL (its script returns a boolean, or {condition}, choosing next_true or next_false).',
+      },
+    ),
+    template_id: Type.Optional(
+      OrNull(Type.String({ description: 'A worker template of the account (wtpl_…); or give script.' })),
+    ),
+    script: Type.Optional(
+      OrNull(Type.String({ description: 'Inline JavaScript defining main(args); or give template_id.' })),
+    ),
+    script_inputs: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: "Must fit the template's form_inputs." }),
+    ),
+    next: Type.Optional(Edge),
+    next_true: Type.Optional(Edge),
+    next_false: Type.Optional(Edge),
   },
-  { $id: 'Workflow', title: 'Workflow' },
+  { $id: 'WorkflowWorker', title: 'WorkflowWorker' },
 );
+
+const Gui = Type.Object({ offset_x: Type.Number(), offset_y: Type.Number(), zoom: Type.Number() });
+
+const workflowProperties = {
+  id: Type.String(),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  status: Type.String(),
+  trigger_type: Type.String({ description: 'MANUAL, API, TIME_BASED or FILE_RECEIVED.' }),
+  trigger_config: Type.Record(Type.String(), Type.Unknown()),
+  trigger_enabled: Type.Boolean(),
+  starter_worker_id: Nullable(Type.String()),
+  gui: Gui,
+  workers: Type.Array(Type.Ref('WorkflowWorker')),
+  workspace: Type.String(),
+  created: Timestamp,
+  updated: Timestamp,
+  version: Type.String(),
+};
+const Workflow = Type.Object(workflowProperties, { $id: 'Workflow', title: 'Workflow' });
+
+// Bodies are checked in the engine (messages name the worker and the rule); the schema documents them.
+const WorkflowBody = Type.Object({
+  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
+  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
+  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
+  trigger_type: Type.Optional(
+    Type.Unknown({ description: 'MANUAL (default), API, TIME_BASED, FILE_RECEIVED.' }),
+  ),
+  trigger_config: Type.Optional(
+    Type.Unknown({ description: 'Object: what activates the trigger. Default {}.' }),
+  ),
+  trigger_enabled: Type.Optional(Type.Unknown({ description: 'Boolean, default false.' })),
+  gui: Type.Optional(Type.Unknown({ description: '{offset_x, offset_y, zoom}, numbers.' })),
+  workers: Type.Optional(
+    Type.Array(Type.Ref('WorkflowWorker'), {
+      description:
+        'REQUIRED on create; replaces the whole graph on update. Exactly one STARTER, every path ending at an ENDER, ' +
+        'no cycle, each FORKER joined by one BARRIER downstream (forks do not nest).',
+    }),
+  ),
+  workspace: Type.Optional(Type.String({ description: 'Default main; also accepted as a query parameter.' })),
+});
 
 const WorkflowExecution = Type.Object(
   {
     id: Type.String(),
-    run_status: Type.String({ description: 'RUNNING, SUCCEEDED or FAILED.' }),
+    run_status: Type.String({
+      description:
+        'RUNNING, then SUCCEEDED (the ENDER completed) or FAILED (a worker failed for good). Unlike the ' +
+        'interface, which lets a failed run stay RUNNING, every run ends.',
+    }),
     status: Type.String({ description: 'Deprecated: OK while running, COMPLETED once ended.' }),
     workflow_id: Type.String(),
     workflow_name: Type.String(),
     trigger: Type.String(),
     workspace: Type.String(),
     started_worker_id: Nullable(Type.String()),
-    ender_worker_id: Nullable(Type.String()),
+    ender_worker_id: Nullable(
+      Type.String({ description: 'Null until known when CONDITIONALs pick among ENDERs.' }),
+    ),
     ender_worker_execution_id: Nullable(Type.String()),
     created: Timestamp,
     updated: Timestamp,
-    started: Type.Union([Timestamp, Type.Null()]),
+    started: Nullable(Timestamp),
+    ended: Nullable(Timestamp),
     duration: NullableNumber,
-    real_execution_time: NullableNumber,
-    total_execution_time: NullableNumber,
-    resume: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    real_execution_time: Nullable(Type.Number({ description: 'CPU seconds of all scripts.' })),
+    total_execution_time: Nullable(Type.Number({ description: 'Sum of the worker executions’ seconds.' })),
+    resume: Nullable(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description:
+          'With with_resume=True, once ended: worker_executions {total, completed, error, running}, workers ' +
+          '[{worker_id, worker_name, worker_type, executions, completed, error, duration, cpu_time}], ' +
+          'parallel_index_max, failure {worker_id, parallel_index, worker_execution_id, message} or null, ender_result_bytes.',
+      }),
+    ),
     version: Type.String(),
   },
   { $id: 'WorkflowExecution', title: 'WorkflowExecution' },
@@ -81,58 +157,112 @@ const WorkerExecution = Type.Object(
     workflow_id: Type.String(),
     workflow_name: Type.String(),
     trigger: Type.String(),
+    parallel_index: Type.Integer({ description: 'Branch of a FORKER; -1 when not parallel.' }),
     created: Timestamp,
     updated: Timestamp,
-    started: Type.Union([Timestamp, Type.Null()]),
+    started: Nullable(Timestamp),
+    ended: Nullable(Timestamp),
     duration: NullableNumber,
     cpu_time: NullableNumber,
     result: Type.Optional(Type.Unknown()),
-    input_params: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    input_params: Nullable(Type.Record(Type.String(), Type.Unknown())),
+    error_message: Nullable(Type.String()),
+    logs: Type.Optional(
+      Type.Array(Type.Object({ level: Type.String(), message: Type.String(), at: Type.Number() }), {
+        description: 'The script’s console lines (with the result).',
+      }),
+    ),
     version: Type.String(),
   },
   { $id: 'WorkerExecution', title: 'WorkerExecution' },
 );
 
-const Workspace = Type.Optional(Type.String({ default: 'main' }));
-const IdParam = Type.Object({ id: Type.String() });
-const audit = { auditEntity: 'Workflow' } as const;
+const GroupedWorkerExecutions = Type.Object(
+  {
+    worker_executions: Type.Array(
+      Type.Object({
+        worker_id: Type.String(),
+        worker_name: Type.String(),
+        is_parallel_execution: Type.Boolean(),
+        execution: Type.Object({
+          id: Type.String(),
+          worker_id: Type.String(),
+          worker_name: Type.String(),
+          worker_type: Type.String(),
+          status: Type.String(),
+          created: Timestamp,
+          started: Nullable(Timestamp),
+          ended: Nullable(Timestamp),
+          duration: NullableNumber,
+          parallel_index: Type.Integer(),
+          result: Type.Optional(Type.Unknown()),
+        }),
+      }),
+    ),
+    parallel_index_max: Type.Integer({ description: 'Highest parallel_index of the run; -1 without forks.' }),
+  },
+  { $id: 'GroupedWorkerExecutions', title: 'GroupedWorkerExecutions' },
+);
 
-/** `True`/`true`/`1`: Python clients send booleans capitalised. */
-function flag(value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  const normalised = value.toLowerCase();
-  if (normalised === 'true' || normalised === '1') return true;
-  if (normalised === 'false' || normalised === '0') return false;
-  throw new InvalidInput(`Expected a boolean, got "${value}".`);
-}
+const workspaceField = Type.Optional(Type.String({ default: 'main' }));
+const IdParam = Type.Object({ id: Type.String() });
+const WorkspaceQuery = Type.Object({ workspace: Type.Optional(Type.String()) });
+const WorkflowReply = Type.Object({ workflow: Type.Ref('Workflow') });
+const tags = ['Workflows'];
+const config = { auditEntity: 'Workflow' } as const;
 
 const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }> = async (
   app,
   { db, workflows },
 ) => {
+  app.addSchema(WorkerNode);
   app.addSchema(Workflow);
   app.addSchema(WorkflowExecution);
   app.addSchema(WorkerExecution);
+  app.addSchema(GroupedWorkerExecutions);
 
   app.post(
     '/workflows',
     {
-      config: audit,
+      config,
       schema: {
-        tags: ['Workflows'],
+        tags,
         summary: 'Store a workflow (extension)',
-        description:
-          'Extension: the interface has no way to create workflows. Workers run STARTER → BASIC… → ENDER.',
-        body: Type.Object({
-          name: Type.String({ minLength: 1, maxLength: 200 }),
-          description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
-          workspace: Workspace,
-          workers: Type.Array(WorkerNode, { minItems: 2 }),
-        }),
-        response: { 200: Type.Object({ workflow: Type.Ref('Workflow') }), ...errorResponses(400) },
+        description: 'Extension: the interface has no way to create workflows.',
+        body: WorkflowBody,
+        querystring: WorkspaceQuery,
+        response: { 200: WorkflowReply, ...errorResponses(400) },
       },
     },
-    async (request) => ({ workflow: workflowView(await createWorkflow(db, request.actor, request.body)) }),
+    async (request) => {
+      const workflow = await createWorkflow(db, request.actor, {
+        ...request.body,
+        workspace: request.body.workspace ?? request.query.workspace,
+      });
+      return { workflow: workflowView(workflow) };
+    },
+  );
+
+  app.get(
+    '/workflows',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List workflows (without workers), most recent first',
+        querystring: listQuerystring(true),
+        response: { 200: listReply('workflows', Workflow), ...errorResponses(400) },
+      },
+    },
+    async (request) => {
+      const { items, next_page_token } = await listEntities(
+        db,
+        request.actor,
+        WORKFLOW,
+        listRequest(request.query),
+      );
+      return { workflows: items, next_page_token };
+    },
   );
 
   // Routed before /workflows/:id: real clients read a worker execution without the workflow id.
@@ -141,12 +271,12 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
     {
       config: { auditEntity: 'WorkerExecution' },
       schema: {
-        tags: ['Workflows'],
-        summary: 'Retrieve one worker execution',
+        tags,
+        summary: 'Retrieve one worker execution (result included by default)',
         querystring: Type.Object({
           worker_execution_id: Type.String(),
-          with_result: Type.Optional(Type.String({ description: 'Default true.' })),
-          workspace: Workspace,
+          with_result: Type.Optional(LooseBoolean),
+          workspace: workspaceField,
         }),
         response: {
           200: Type.Object({ worker_execution: Type.Ref('WorkerExecution') }),
@@ -155,26 +285,98 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       },
     },
     async (request) => {
-      const row = await findWorkerExecution(
+      const { query } = request;
+      const row = await workerExecutionOf(
         db,
         request.principal!.accountId,
-        request.query.worker_execution_id,
+        null,
+        query.worker_execution_id,
+        query.workspace,
       );
-      return { worker_execution: workerExecutionView(row, flag(request.query.with_result, true)) };
+      return { worker_execution: workerExecutionView(row, looseBoolean(query.with_result, true)) };
     },
+  );
+
+  app.get(
+    '/workflows/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Retrieve a workflow with its workers',
+        params: IdParam,
+        querystring: WorkspaceQuery,
+        response: { 200: WorkflowReply, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => ({
+      workflow: workflowView(
+        await viewEntity(db, request.actor, WORKFLOW, request.params.id, request.query.workspace),
+      ),
+    }),
+  );
+
+  app.put(
+    '/workflows/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Update a workflow (extension; every field optional)',
+        description: 'Extension. Runs already started keep the definition they started with.',
+        params: IdParam,
+        body: WorkflowBody,
+        querystring: WorkspaceQuery,
+        response: { 200: WorkflowReply, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => {
+      const workflow = await updateWorkflow(db, request.actor, request.params.id, {
+        ...request.body,
+        workspace: request.body.workspace ?? request.query.workspace,
+      });
+      return { workflow: workflowView(workflow) };
+    },
+  );
+
+  app.delete(
+    '/workflows/:id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Delete a workflow (its executions stay readable)',
+        params: IdParam,
+        querystring: WorkspaceQuery,
+        response: {
+          200: Type.Object({
+            workflow: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
+          }),
+          ...errorResponses(400, 404),
+        },
+      },
+    },
+    async (request) => ({
+      workflow: await deleteWorkflow(db, request.actor, request.params.id, request.query.workspace),
+    }),
   );
 
   app.post(
     '/workflows/:id/run',
     {
-      config: { ...audit, auditOperation: 'EXECUTE' },
+      config: { ...config, auditOperation: 'EXECUTE' },
       schema: {
-        tags: ['Workflows'],
+        tags,
         summary: 'Run a workflow',
+        description:
+          'Answers 202 with the execution RUNNING. Poll GET /workflows/{id}/workflow_executions until run_status ' +
+          'is SUCCEEDED or FAILED, then read the ender_worker_execution_id worker execution.',
         params: IdParam,
         body: Type.Object({
-          parameters: Type.Record(Type.String(), Type.Unknown(), { description: 'REQUIRED; {} when none.' }),
-          workspace: Workspace,
+          parameters: Type.Record(Type.String(), Type.Unknown(), {
+            description: "REQUIRED; {} when none. They overlay the STARTER's script inputs.",
+          }),
+          workspace: workspaceField,
         }),
         response: {
           202: Type.Object({ workflow_execution: Type.Ref('WorkflowExecution') }),
@@ -196,52 +398,26 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
   app.get(
     '/workflows/:id/workflow_executions',
     {
-      config: audit,
+      config,
       schema: {
-        tags: ['Workflows'],
-        summary: 'Retrieve a workflow execution (poll it until run_status is not RUNNING)',
+        tags,
+        summary:
+          'List the executions of a workflow, or retrieve one (poll it until run_status is not RUNNING)',
         params: IdParam,
         querystring: Type.Object({
-          workflow_execution_id: Type.String(),
-          with_resume: Type.Optional(Type.String()),
-          workspace: Workspace,
-        }),
-        response: {
-          200: Type.Object({ workflow_execution: Type.Ref('WorkflowExecution') }),
-          ...errorResponses(400, 404),
-        },
-      },
-    },
-    async (request) => {
-      const accountId = request.principal!.accountId;
-      await findWorkflow(db, accountId, request.params.id, request.query.workspace);
-      const row = await findWorkflowExecution(db, accountId, request.query.workflow_execution_id);
-      if (row.workflow_id !== request.params.id)
-        throw new InvalidInput('That execution belongs to another workflow.');
-      return { workflow_execution: workflowExecutionView(row, flag(request.query.with_resume, false)) };
-    },
-  );
-
-  app.get(
-    '/workflows/:id/worker_executions',
-    {
-      config: audit,
-      schema: {
-        tags: ['Workflows'],
-        summary: 'Worker executions of a run, or one with worker_execution_id',
-        params: IdParam,
-        querystring: Type.Object({
-          workflow_execution_id: Type.Optional(Type.String()),
-          worker_execution_id: Type.Optional(Type.String()),
-          with_result: Type.Optional(Type.String()),
-          workspace: Workspace,
+          workflow_execution_id: Type.Optional(Type.String({ description: 'Returns {workflow_execution}.' })),
+          worker_id: Type.Optional(Type.String({ description: 'Only executions that ran that worker.' })),
+          with_resume: Type.Optional(LooseBoolean),
+          page_size: Type.Optional(Type.String({ description: '1 to 100, default 10.' })),
+          page_token: Type.Optional(Type.String()),
+          workspace: workspaceField,
         }),
         response: {
           200: Type.Union([
-            Type.Object({ worker_execution: Type.Ref('WorkerExecution') }),
+            Type.Object({ workflow_execution: Type.Ref('WorkflowExecution') }),
             Type.Object({
-              worker_executions: Type.Array(Type.Ref('WorkerExecution')),
-              parallel_index_max: Type.Integer(),
+              workflow_executions: Type.Array(Type.Ref('WorkflowExecution')),
+              next_page_token: Nullable(Type.String()),
             }),
           ]),
           ...errorResponses(400, 404),
@@ -249,46 +425,74 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       },
     },
     async (request) => {
+      const { query } = request;
       const accountId = request.principal!.accountId;
-      await findWorkflow(db, accountId, request.params.id, request.query.workspace);
-      if (request.query.worker_execution_id) {
-        const row = await findWorkerExecution(db, accountId, request.query.worker_execution_id);
-        if (row.workflow_id !== request.params.id)
-          throw new InvalidInput('That execution belongs to another workflow.');
-        return { worker_execution: workerExecutionView(row, flag(request.query.with_result, true)) };
+      const withResume = looseBoolean(query.with_resume, false);
+      if (query.workflow_execution_id) {
+        const row = await workflowExecutionOf(
+          db,
+          accountId,
+          request.params.id,
+          query.workflow_execution_id,
+          query.workspace,
+        );
+        return { workflow_execution: workflowExecutionView(row, withResume) };
       }
-      if (!request.query.workflow_execution_id) {
-        throw new InvalidInput('Pass workflow_execution_id (a list) or worker_execution_id (one execution).');
-      }
-      const execution = await findWorkflowExecution(db, accountId, request.query.workflow_execution_id);
-      const rows = (await db('worker_executions')
-        .where({ account_id: accountId, workflow_execution_id: execution.id })
-        .orderBy('created_at')) as WorkerExecutionRow[];
-      const withResult = flag(request.query.with_result, false);
-      return {
-        worker_executions: rows.map((row) => workerExecutionView(row, withResult)),
-        parallel_index_max: rows.reduce((max, row) => Math.max(max, row.parallel_index), -1),
-      };
+      return listWorkflowExecutions(db, accountId, request.params.id, {
+        workspace: query.workspace,
+        workerId: query.worker_id,
+        withResume,
+        pageSize: query.page_size,
+        pageToken: query.page_token,
+      });
     },
   );
 
   app.get(
-    '/workflows/:id',
+    '/workflows/:id/worker_executions',
     {
-      config: audit,
+      config,
       schema: {
-        tags: ['Workflows'],
-        summary: 'Retrieve a workflow with its workers',
+        tags,
+        summary: 'The worker executions of a run (grouped list), or one with worker_execution_id',
         params: IdParam,
-        querystring: Type.Object({ workspace: Workspace }),
-        response: { 200: Type.Object({ workflow: Type.Ref('Workflow') }), ...errorResponses(404) },
+        querystring: Type.Object({
+          workflow_execution_id: Type.Optional(Type.String()),
+          worker_execution_id: Type.Optional(Type.String()),
+          // Default False for the list, True for one execution.
+          with_result: Type.Optional(LooseBoolean),
+          workspace: workspaceField,
+        }),
+        response: {
+          200: Type.Union([
+            Type.Object({ worker_execution: Type.Ref('WorkerExecution') }),
+            Type.Ref('GroupedWorkerExecutions'),
+          ]),
+          ...errorResponses(400, 404),
+        },
       },
     },
-    async (request) => ({
-      workflow: workflowView(
-        await findWorkflow(db, request.principal!.accountId, request.params.id, request.query.workspace),
-      ),
-    }),
+    async (request) => {
+      const { query } = request;
+      const accountId = request.principal!.accountId;
+      if (query.worker_execution_id) {
+        const row = await workerExecutionOf(
+          db,
+          accountId,
+          request.params.id,
+          query.worker_execution_id,
+          query.workspace,
+        );
+        return { worker_execution: workerExecutionView(row, looseBoolean(query.with_result, true)) };
+      }
+      if (!query.workflow_execution_id) {
+        throw new InvalidInput('Pass workflow_execution_id (a list) or worker_execution_id (one execution).');
+      }
+      return groupedWorkerExecutions(db, accountId, request.params.id, query.workflow_execution_id, {
+        workspace: query.workspace,
+        withResult: looseBoolean(query.with_result, false),
+      });
+    },
   );
 };
 

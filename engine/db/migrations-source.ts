@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import * as foundation from '../../migrations/20261121000000_foundation';
 import * as entities from '../../migrations/20261122000000_entities';
+import * as files from '../../migrations/20261122010000_files';
+import * as workflows from '../../migrations/20261122020000_workflows';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -9,6 +11,8 @@ import * as entities from '../../migrations/20261122000000_entities';
 const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261121000000_foundation', foundation],
   ['20261122000000_entities', entities],
+  ['20261122010000_files', files],
+  ['20261122020000_workflows', workflows],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -14,6 +14,7 @@ import { checkName, todayYYYYMMDD } from '../entities/entity-fields';
 import { InvalidInput, NotFound } from '../errors';
 import { randomAlphanumeric } from '../ids';
 import { checkStorableFields } from '../entities/storable-json';
+import { readWidget } from './report-rendering/widget-format';
 
 export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;
 export type ReportAuthorization = (typeof REPORT_AUTHORIZATIONS)[number];
@@ -24,6 +25,13 @@ export type SkinTheme = (typeof SKIN_THEMES)[number];
 export const SHARE_SECONDS_DEFAULT = 3600;
 /** A share link is a bearer secret: it must not live for ever. */
 export const SHARE_SECONDS_MAX = 30 * 24 * 3600;
+/**
+ * An expired link's digest is kept this long after it expires, so its holder is told the link
+ * expired (410) rather than that it never existed (404); then housekeeping drops it.
+ */
+export const EXPIRED_SHARE_RETENTION_SECONDS = 30 * 24 * 3600;
+/** Report uids are generated as 32 letters and digits; anything else names no report. */
+const REPORT_UID = /^[A-Za-z0-9]{1,64}$/;
 
 /** Widget ids become a URL path segment, so they keep to characters that need no escaping. */
 const WIDGET_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -135,7 +143,8 @@ export function checkAuthorization(value: unknown): ReportAuthorization {
 
 /**
  * Widgets need a `name`; an `id` is generated when missing, and ids are unique within the report
- * because they address the widget's page. Other keys are kept as the client sent them.
+ * because they address the widget's page. Other keys are kept as the client sent them; a widget of
+ * a type the report page draws (`table`, `bar`, `line`, `text`) must hold what that drawing needs.
  */
 export function checkWidgets(value: unknown): StoredWidget[] {
   if (!Array.isArray(value)) throw new InvalidInput('widgets must be an array of widget objects.');
@@ -154,7 +163,9 @@ export function checkWidgets(value: unknown): StoredWidget[] {
     else throw new InvalidInput(`${where}.id must be 1 to 64 letters, digits, _ or -.`);
     if (seen.has(id)) throw new InvalidInput(`${where}.id "${id}" is used by another widget.`);
     seen.add(id);
-    return { ...widget, id, name: checkName(widget.name, `${where}.name`) };
+    const checked = { ...widget, id, name: checkName(widget.name, `${where}.name`) };
+    readWidget(checked, where); // throws InvalidInput naming the field; stored as sent otherwise
+    return checked;
   });
 }
 
@@ -215,7 +226,10 @@ export async function updateReport(
   }));
 }
 
-/** Deleting a report also revokes every share link of it. */
+/**
+ * Deleting a report also revokes every share link of it. The links are expired rather than
+ * dropped, so their holders read "expired" (410), not "never existed"; housekeeping drops them later.
+ */
 export async function deleteReport(
   db: Database,
   actor: Actor,
@@ -225,7 +239,11 @@ export async function deleteReport(
 ): Promise<{ deleted: true; id: string }> {
   return db.transaction(async (trx) => {
     const record = await deleteEntity(trx, actor, kind, id, workspace);
-    await trx('report_shares').where({ account_id: record.accountId, report_id: record.id }).delete();
+    const now = new Date();
+    await trx('report_shares')
+      .where({ account_id: record.accountId, report_id: record.id })
+      .where('expires_at', '>', now)
+      .update({ expires_at: now });
     return { deleted: true, id: record.id };
   });
 }
@@ -365,7 +383,88 @@ export async function resolveShareToken(
   }
 }
 
-/** Housekeeping: drops expired share rows (they already open nothing). Returns how many went. */
+/**
+ * Housekeeping: drops share rows that expired more than EXPIRED_SHARE_RETENTION_SECONDS ago (they
+ * open nothing; until then they only tell their holder the link expired). Returns how many went.
+ */
 export async function pruneExpiredShares(db: Database, now: Date = new Date()): Promise<number> {
-  return db('report_shares').where('expires_at', '<=', now).delete();
+  const cutoff = new Date(now.getTime() - EXPIRED_SHARE_RETENTION_SECONDS * 1000);
+  return db('report_shares').where('expires_at', '<=', cutoff).delete();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report page (`/report/<uid>/<theme>`): found by its uid, opened by the owner's account or a
+// share token.
+
+/** The report with this page uid in the account, or null (a malformed uid names nothing). */
+export async function findReportByUid(
+  db: Database,
+  accountId: string,
+  uid: string,
+): Promise<EntityRecord | null> {
+  if (!REPORT_UID.test(uid)) return null;
+  const row = (await db('entities')
+    .select('id')
+    .where({ account_id: accountId, kind: KIND })
+    .whereRaw("body->>'uid' = ?", [uid])
+    .first()) as { id: string } | undefined;
+  if (!row) return null;
+  try {
+    return await findEntity(db, accountId, REPORT_IN_ANY_WORKSPACE, row.id);
+  } catch (error) {
+    if (error instanceof NotFound) return null; // deleted between the two reads
+    throw error;
+  }
+}
+
+export type SharedReportAccess =
+  | { status: 'open'; record: EntityRecord; expiresAt: Date }
+  /** The link existed: it expired, was revoked, or its report was deleted. */
+  | { status: 'expired' }
+  /** No such link for this page. */
+  | { status: 'unknown' };
+
+/**
+ * What a share token opens at the page of report `uid`. A token opens only its own report: at
+ * another report's address it is unknown, so it cannot be used to probe other pages.
+ */
+export async function openSharedReport(
+  db: Database,
+  uid: string,
+  token: string,
+  now: Date = new Date(),
+): Promise<SharedReportAccess> {
+  const share = (await db('report_shares')
+    .where({ token_hash: hashToken(token) })
+    .first()) as { account_id: string; report_id: string; expires_at: Date } | undefined;
+  if (!share) return { status: 'unknown' };
+  let record: EntityRecord | null;
+  try {
+    record = await findEntity(db, share.account_id, REPORT_IN_ANY_WORKSPACE, share.report_id);
+  } catch (error) {
+    if (!(error instanceof NotFound)) throw error;
+    record = null;
+  }
+  if (record && record.body.uid !== uid) return { status: 'unknown' };
+  if (!record || share.expires_at.getTime() <= now.getTime()) return { status: 'expired' };
+  return { status: 'open', record, expiresAt: share.expires_at };
+}
+
+/** The owner's look at the page is a view like `GET /reports/:id`, so it is in the audit trail. */
+export async function recordReportPageView(
+  db: Database,
+  actor: Actor,
+  record: EntityRecord,
+  widgetId?: string,
+): Promise<void> {
+  await recordAudit(db, actor, {
+    operation: 'VIEW',
+    activity: widgetId
+      ? `Viewed widget ${widgetId} of report ${record.name} on its page`
+      : `Viewed report ${record.name} on its page`,
+    entityId: record.id,
+    entityType: 'Report',
+    entityName: record.name,
+    workspace: record.workspace,
+  });
 }

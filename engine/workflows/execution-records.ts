@@ -1,3 +1,4 @@
+import type { CredentialType } from '../accounts/account-store';
 import type { Database } from '../db/database';
 import { NotFound } from '../errors';
 import { newId } from '../ids';
@@ -28,6 +29,10 @@ export interface WorkflowExecutionRow {
   total_execution_time: number | null;
   resume: Record<string, unknown> | null;
   parameters: Record<string, unknown>;
+  /** Who started the run: the worker's SDK calls act for them (audited as source WORKER). */
+  user_id: string | null;
+  credential_id: string | null;
+  credential_type: CredentialType | null;
   version: number;
 }
 
@@ -72,6 +77,7 @@ export function workflowExecutionView(row: WorkflowExecutionRow, withResume = fa
     created: epochSeconds(row.created_at)!,
     updated: epochSeconds(row.updated_at)!,
     started: epochSeconds(row.started_at),
+    ended: epochSeconds(row.ended_at),
     duration: row.duration,
     real_execution_time: row.real_execution_time,
     total_execution_time: row.total_execution_time,
@@ -91,13 +97,17 @@ export function workerExecutionView(row: WorkerExecutionRow, withResult: boolean
     workflow_id: row.workflow_id,
     workflow_name: row.workflow_name,
     trigger: row.trigger,
+    parallel_index: row.parallel_index,
     created: epochSeconds(row.created_at)!,
     updated: epochSeconds(row.updated_at)!,
     started: epochSeconds(row.started_at),
+    ended: epochSeconds(row.ended_at),
     duration: row.duration,
     cpu_time: row.cpu_time,
     result: withResult ? row.result : undefined,
     input_params: row.input_params,
+    error_message: row.error_message,
+    logs: withResult ? ((row.logs as unknown[] | null) ?? []) : undefined,
     version: String(row.version),
   };
 }
@@ -111,8 +121,11 @@ export async function insertWorkflowExecution(
     workspace: string;
     trigger: Trigger;
     startedWorkerId: string;
-    enderWorkerId: string;
+    enderWorkerId: string | null;
     parameters: Record<string, unknown>;
+    userId: string;
+    credentialId: string;
+    credentialType: CredentialType;
   },
 ): Promise<WorkflowExecutionRow> {
   const now = new Date();
@@ -128,6 +141,9 @@ export async function insertWorkflowExecution(
       started_worker_id: input.startedWorkerId,
       ender_worker_id: input.enderWorkerId,
       parameters: JSON.stringify(input.parameters),
+      user_id: input.userId,
+      credential_id: input.credentialId,
+      credential_type: input.credentialType,
       created_at: now,
       updated_at: now,
       started_at: now,
@@ -159,8 +175,9 @@ export async function findWorkerExecution(
 }
 
 /**
- * Creates (or, when Temporal retries the activity, finds again) the row of one worker run.
- * The unique (execution, worker, branch) key makes a retry reuse its row instead of duplicating it.
+ * Creates the row of one worker run, or finds it again when Temporal retries the activity: the
+ * unique (execution, worker, branch) key makes a retry reuse its row instead of duplicating it.
+ * `fresh` is false for a row found again; one that already ended holds the outcome to hand back.
  */
 export async function beginWorkerExecution(
   db: Database,
@@ -172,9 +189,9 @@ export async function beginWorkerExecution(
     parallelIndex: number;
     inputParams: Record<string, unknown>;
   },
-): Promise<WorkerExecutionRow> {
+): Promise<{ row: WorkerExecutionRow; fresh: boolean }> {
   const now = new Date();
-  const [row] = (await db('worker_executions')
+  const [inserted] = (await db('worker_executions')
     .insert({
       id: newId('workerExecution'),
       account_id: input.execution.account_id,
@@ -193,16 +210,29 @@ export async function beginWorkerExecution(
       started_at: now,
     })
     .onConflict(['workflow_execution_id', 'worker_id', 'parallel_index'])
-    .merge({
-      status: 'RUNNING',
-      started_at: now,
-      updated_at: now,
-      version: db.raw('worker_executions.version + 1'),
-    })
+    .ignore()
     .returning('*')) as WorkerExecutionRow[];
-  return row!;
+  if (inserted) return { row: inserted, fresh: true };
+  const existing = (await db('worker_executions')
+    .where({
+      workflow_execution_id: input.execution.id,
+      worker_id: input.workerId,
+      parallel_index: input.parallelIndex,
+    })
+    .first()) as WorkerExecutionRow;
+  if (existing.status === 'RUNNING') {
+    // An attempt that died mid-script: this one starts the script again.
+    await db('worker_executions')
+      .where({ id: existing.id })
+      .update({ started_at: now, updated_at: now, version: db.raw('version + 1') });
+  }
+  return { row: existing, fresh: false };
 }
 
+/**
+ * Records how a worker run ended. Only a RUNNING row changes: once a run has failed, the rows of
+ * its other branches were closed by `endWorkflowExecution`, and a late result must not reopen them.
+ */
 export async function endWorkerExecution(
   db: Database,
   id: string,
@@ -214,10 +244,10 @@ export async function endWorkerExecution(
     durationSeconds: number;
     logs: unknown;
   },
-): Promise<void> {
+): Promise<boolean> {
   const now = new Date();
-  await db('worker_executions')
-    .where({ id })
+  const updated = await db('worker_executions')
+    .where({ id, status: 'RUNNING' })
     .update({
       status: outcome.status,
       result: JSON.stringify(outcome.result ?? null),
@@ -229,13 +259,88 @@ export async function endWorkerExecution(
       updated_at: now,
       version: db.raw('version + 1'),
     });
+  return updated > 0;
 }
 
-/** Closes a run: status, wall-clock duration, and the sums of its worker executions. */
+/** Why a run failed, as the interpreter saw it. */
+export interface RunFailure {
+  /** Null when the run stopped outside any worker (cancelled in Temporal, never started). */
+  workerId: string | null;
+  parallelIndex: number;
+  workerExecutionId: string | null;
+  message: string;
+}
+
+/**
+ * The `resume` of a run (`with_resume=True`): counts per status, one line per worker, the failure
+ * if any, and the size of the ender's result, so a client can judge a run without reading every
+ * worker execution.
+ */
+function summarise(
+  rows: WorkerExecutionRow[],
+  failure: RunFailure | null,
+  enderResultBytes: number | null,
+): Record<string, unknown> {
+  const counts = { total: rows.length, completed: 0, error: 0, running: 0 };
+  const workers = new Map<
+    string,
+    {
+      worker_id: string;
+      worker_name: string;
+      worker_type: string;
+      executions: number;
+      completed: number;
+      error: number;
+      duration: number;
+      cpu_time: number;
+    }
+  >();
+  for (const row of rows) {
+    counts[row.status.toLowerCase() as 'completed' | 'error' | 'running'] += 1;
+    const line = workers.get(row.worker_id) ?? {
+      worker_id: row.worker_id,
+      worker_name: row.worker_name,
+      worker_type: row.worker_type,
+      executions: 0,
+      completed: 0,
+      error: 0,
+      duration: 0,
+      cpu_time: 0,
+    };
+    line.executions += 1;
+    if (row.status === 'COMPLETED') line.completed += 1;
+    if (row.status === 'ERROR') line.error += 1;
+    line.duration += row.duration ?? 0;
+    line.cpu_time += row.cpu_time ?? 0;
+    workers.set(row.worker_id, line);
+  }
+  return {
+    worker_executions: counts,
+    workers: [...workers.values()],
+    parallel_index_max: rows.reduce((max, row) => Math.max(max, row.parallel_index), -1),
+    failure: failure && {
+      worker_id: failure.workerId,
+      parallel_index: failure.parallelIndex,
+      worker_execution_id: failure.workerExecutionId,
+      message: failure.message,
+    },
+    ender_result_bytes: enderResultBytes,
+  };
+}
+
+/**
+ * Closes a run: status, wall-clock duration, the sums of its worker executions and the resume. A
+ * failed run also closes the worker executions still RUNNING (branches stopped, or an attempt
+ * lost with its worker), so nothing of an ended run reads RUNNING.
+ */
 export async function endWorkflowExecution(
   db: Database,
   id: string,
-  outcome: { runStatus: 'SUCCEEDED' | 'FAILED'; enderWorkerExecutionId: string | null },
+  outcome: {
+    runStatus: 'SUCCEEDED' | 'FAILED';
+    enderWorkerExecutionId: string | null;
+    failure?: RunFailure | null;
+  },
 ): Promise<WorkflowExecutionRow> {
   return db.transaction(async (trx) => {
     const execution = (await trx('workflow_executions').where({ id }).forUpdate().first()) as
@@ -243,24 +348,55 @@ export async function endWorkflowExecution(
     if (!execution) throw new NotFound(`Workflow execution ${id} not found.`);
     // A replayed or retried close must not rewrite an ended run.
     if (execution.run_status !== 'RUNNING') return execution;
-    const totals = (await trx('worker_executions')
-      .where({ workflow_execution_id: id })
-      .select(
-        trx.raw('coalesce(sum(duration), 0)::float8 as total'),
-        trx.raw('coalesce(sum(cpu_time), 0)::float8 as cpu'),
-      )
-      .first()) as { total: number; cpu: number };
     const now = new Date();
+    const failure = outcome.failure ?? null;
+    if (outcome.runStatus === 'FAILED') {
+      const close = (message: string) => ({
+        status: 'ERROR',
+        error_message: trx.raw('coalesce(error_message, ?)', [message]),
+        result: JSON.stringify({ error: message }),
+        ended_at: now,
+        updated_at: now,
+        duration: trx.raw('extract(epoch from (?::timestamptz - started_at))::float8', [now]),
+        version: trx.raw('version + 1'),
+      });
+      const running = () => trx('worker_executions').where({ workflow_execution_id: id, status: 'RUNNING' });
+      // The worker that failed (its attempts lost, say) keeps the reason; the others were stopped.
+      if (failure?.workerId) {
+        await running()
+          .where({ worker_id: failure.workerId, parallel_index: failure.parallelIndex })
+          .update(close(failure.message));
+      }
+      await running().update(
+        close(
+          failure?.workerId
+            ? `Stopped: the run failed at worker ${failure.workerId}.`
+            : 'Stopped: the run failed.',
+        ),
+      );
+    }
+    const rows = (await trx('worker_executions')
+      .where({ workflow_execution_id: id })
+      .orderBy([{ column: 'created_at' }, { column: 'parallel_index' }])) as WorkerExecutionRow[];
+    const ender = outcome.enderWorkerExecutionId
+      ? rows.find((row) => row.id === outcome.enderWorkerExecutionId)
+      : undefined;
+    const total = rows.reduce((sum, row) => sum + (row.duration ?? 0), 0);
+    const cpu = rows.reduce((sum, row) => sum + (row.cpu_time ?? 0), 0);
+    const enderBytes = ender ? Buffer.byteLength(JSON.stringify(ender.result ?? null), 'utf8') : null;
     const [row] = (await trx('workflow_executions')
       .where({ id })
       .update({
         run_status: outcome.runStatus,
-        ender_worker_execution_id: outcome.enderWorkerExecutionId,
+        ender_worker_execution_id: ender?.id ?? null,
+        // With several ENDERs the one the run reached is known only now.
+        ender_worker_id: ender?.worker_id ?? execution.ender_worker_id,
         ended_at: now,
         updated_at: now,
         duration: (now.getTime() - (execution.started_at ?? execution.created_at).getTime()) / 1000,
-        real_execution_time: totals.cpu,
-        total_execution_time: totals.total,
+        real_execution_time: cpu,
+        total_execution_time: total,
+        resume: JSON.stringify(summarise(rows, failure, enderBytes)),
         version: trx.raw('version + 1'),
       })
       .returning('*')) as WorkflowExecutionRow[];

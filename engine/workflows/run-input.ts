@@ -1,5 +1,5 @@
-import type { Trigger } from './execution-records';
-import type { WorkerNode } from './workflow-definition';
+import type { RunFailure, Trigger } from './execution-records';
+import type { WorkerNode, WorkflowPlan } from './workflow-definition';
 
 /**
  * The input of one Temporal run of the interpreter workflow. The definition is copied in, so
@@ -14,26 +14,46 @@ export interface InterpreterInput {
   workspace: string;
   trigger: Trigger;
   workers: WorkerNode[];
+  plan: WorkflowPlan;
+}
+
+/**
+ * Where a worker's input comes from, by id: nothing (the STARTER), the stored result of an earlier
+ * worker execution (`item`: one element of a FORKER's list), or a BARRIER's ordered branch outputs.
+ */
+export type InputRef =
+  | { kind: 'none' }
+  | { kind: 'result'; workerExecutionId: string; workerId: string; item: number | null }
+  | { kind: 'join'; parts: InputRef[] };
+
+/** `{index, length}` of a forked branch; both -1 outside a fork. */
+export interface ParallelInfo {
+  index: number;
+  length: number;
 }
 
 export interface RunWorkerInput {
   executionId: string;
   worker: WorkerNode;
-  parallelIndex: number;
-  /** The worker execution whose result feeds this worker; null for the starter. */
-  previousWorkerExecutionId: string | null;
+  parallel: ParallelInfo;
+  inputs: InputRef;
 }
 
 export interface RunWorkerOutput {
   workerExecutionId: string;
   status: 'COMPLETED' | 'ERROR';
   errorMessage: string | null;
+  /** A CONDITIONAL's decision. */
+  condition: boolean | null;
+  /** How many branches a FORKER's list makes. */
+  branchCount: number | null;
 }
 
 export interface FinishRunInput {
   executionId: string;
   runStatus: 'SUCCEEDED' | 'FAILED';
   enderWorkerExecutionId: string | null;
+  failure: RunFailure | null;
 }
 
 export const INTERPRETER_WORKFLOW = 'interpreterWorkflow';

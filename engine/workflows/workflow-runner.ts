@@ -10,7 +10,7 @@ import {
   type WorkflowExecutionRow,
 } from './execution-records';
 import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
-import { executionOrder } from './workflow-definition';
+import { parseDefinition } from './workflow-definition';
 import { findWorkflow } from './workflow-store';
 
 /** Starts interpreter runs on Temporal; the API and triggers depend on this, not on the SDK. */
@@ -44,7 +44,12 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
           { key: KEYS.runStatus, value: 'RUNNING' },
           { key: KEYS.account, value: input.accountId },
         ]),
-        memo: { workflow_name: input.workflowName, workspace: input.workspace, trigger: input.trigger },
+        memo: {
+          workflow_id: input.workflowId,
+          workflow_name: input.workflowName,
+          workspace: input.workspace,
+          trigger: input.trigger,
+        },
       });
     },
   };
@@ -56,25 +61,35 @@ class WorkflowStartFailed extends DomainError {
   }
 }
 
-/** Records a RUNNING execution and its EXECUTE audit entry, then hands the run to Temporal. */
+/**
+ * Records a RUNNING execution and its EXECUTE audit entry, then hands the run to Temporal. Every
+ * trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`, with an actor of
+ * source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION, `parameters` {body, date}).
+ * `parameters` overlay the STARTER's script inputs.
+ */
 export async function runWorkflow(
   db: Database,
   runner: WorkflowRunner,
   actor: Actor,
-  input: { workflowId: string; workspace?: string; trigger: Trigger; parameters: Record<string, unknown> },
+  input: { workflowId: string; workspace?: unknown; trigger: Trigger; parameters: Record<string, unknown> },
 ): Promise<WorkflowExecutionRow> {
   const workflow = await findWorkflow(db, actor.principal.accountId, input.workflowId, input.workspace);
-  const order = executionOrder(workflow.workers);
+  // Stored definitions were checked when saved; this re-derives the plan (and refuses a definition
+  // written by an older version that the current rules no longer accept).
+  const { workers, plan } = parseDefinition(workflow.workers);
   const execution = await db.transaction(async (trx) => {
     const row = await insertWorkflowExecution(trx, {
-      accountId: workflow.account_id,
+      accountId: workflow.accountId,
       workflowId: workflow.id,
       workflowName: workflow.name,
       workspace: workflow.workspace,
       trigger: input.trigger,
-      startedWorkerId: order[0]!.id,
-      enderWorkerId: order[order.length - 1]!.id,
+      startedWorkerId: plan.starterId,
+      enderWorkerId: plan.enderId,
       parameters: input.parameters,
+      userId: actor.principal.userId,
+      credentialId: actor.principal.credentialId,
+      credentialType: actor.principal.credentialType,
     });
     await recordAudit(trx, actor, {
       operation: 'EXECUTE',
@@ -89,15 +104,25 @@ export async function runWorkflow(
   try {
     await runner.start({
       executionId: execution.id,
-      accountId: workflow.account_id,
+      accountId: workflow.accountId,
       workflowId: workflow.id,
       workflowName: workflow.name,
       workspace: workflow.workspace,
       trigger: input.trigger,
-      workers: workflow.workers,
+      workers,
+      plan,
     });
   } catch (error) {
-    await endWorkflowExecution(db, execution.id, { runStatus: 'FAILED', enderWorkerExecutionId: null });
+    await endWorkflowExecution(db, execution.id, {
+      runStatus: 'FAILED',
+      enderWorkerExecutionId: null,
+      failure: {
+        workerId: null,
+        parallelIndex: -1,
+        workerExecutionId: null,
+        message: 'The workflow engine was unavailable; the run never started.',
+      },
+    });
     throw Object.assign(new WorkflowStartFailed(), { cause: error });
   }
   return execution;

@@ -1,84 +1,251 @@
-import { type Actor, recordAudit } from '../audit/audit-trail';
+import type { Actor } from '../audit/audit-trail';
 import type { Database } from '../db/database';
+import {
+  commonView,
+  createEntity,
+  deleteEntity,
+  type EntityKind,
+  type EntityRecord,
+  findEntity,
+  updateEntity,
+} from '../entities/entity-store';
 import { InvalidInput, NotFound } from '../errors';
-import { newId } from '../ids';
-import { epochSeconds } from '../lists/page-token';
-import { DEFAULT_WORKSPACE } from '../workspaces/workspace-store';
-import { executionOrder, type WorkerNode } from './workflow-definition';
+import { readWorkerTemplate, WORKER_TEMPLATE } from '../worker-templates/worker-template-store';
+import type { Trigger } from './execution-records';
+import { scriptInputProblem } from './script-inputs';
+import { parseDefinition, storedWorkers, type WorkerNode, type WorkflowPlan } from './workflow-definition';
 
-export interface StoredWorkflow {
-  id: string;
-  account_id: string;
-  workspace: string;
-  name: string;
-  description: string | null;
-  tags: string[];
-  status: string;
-  trigger_type: string;
-  trigger_config: Record<string, unknown>;
-  trigger_enabled: boolean;
-  starter_worker_id: string | null;
-  gui: Record<string, unknown> | null;
-  workers: WorkerNode[];
-  created_at: Date;
-  updated_at: Date;
-  version: number;
+export const TRIGGER_TYPES = ['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED'] as const satisfies Trigger[];
+
+export interface WorkflowGui {
+  offset_x: number;
+  offset_y: number;
+  zoom: number;
 }
 
-export function workflowView(row: StoredWorkflow) {
+const DEFAULT_GUI: WorkflowGui = { offset_x: 0, offset_y: 0, zoom: 1 };
+
+/**
+ * Workflows are entities of kind `workflow` (the generic table gives lists, the query language and
+ * keyset paging); `body` holds the definition and the trigger settings.
+ */
+export const WORKFLOW: EntityKind = {
+  kind: 'workflow',
+  entityType: 'Workflow',
+  noun: 'workflow',
+  scope: 'workspace',
+  idPrefix: 'workflow',
+  idField: 'id',
+  hasDate: false,
+  listOmit: ['workers'],
+  // Inline scripts can make a definition large; the trail keeps its digest, as for template scripts.
+  auditDigest: ['workers'],
+  view: (record: EntityRecord) => ({
+    ...commonView(record),
+    status: record.body.status ?? 'OK',
+    trigger_type: record.body.trigger_type ?? 'MANUAL',
+    trigger_config: record.body.trigger_config ?? {},
+    trigger_enabled: record.body.trigger_enabled ?? false,
+    starter_worker_id: record.body.starter_worker_id ?? null,
+    gui: record.body.gui ?? DEFAULT_GUI,
+    workers: storedWorkers(record.body.workers),
+    workspace: record.workspace,
+  }),
+};
+
+/** A stored workflow, typed, as the engine runs it. */
+export interface StoredWorkflow {
+  id: string;
+  accountId: string;
+  workspace: string;
+  name: string;
+  triggerType: Trigger;
+  triggerConfig: Record<string, unknown>;
+  triggerEnabled: boolean;
+  workers: WorkerNode[];
+  record: EntityRecord;
+}
+
+export interface WorkflowInput {
+  name?: unknown;
+  description?: unknown;
+  tags?: unknown;
+  workspace?: unknown;
+  trigger_type?: unknown;
+  trigger_config?: unknown;
+  trigger_enabled?: unknown;
+  gui?: unknown;
+  workers?: unknown;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function checkTriggerType(value: unknown): Trigger {
+  if (!(TRIGGER_TYPES as readonly unknown[]).includes(value)) {
+    throw new InvalidInput(`trigger_type must be one of ${TRIGGER_TYPES.join(', ')}.`);
+  }
+  return value as Trigger;
+}
+
+function checkTriggerConfig(value: unknown): Record<string, unknown> {
+  if (!isPlainObject(value)) throw new InvalidInput('trigger_config must be an object.');
+  return value;
+}
+
+function checkTriggerEnabled(value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new InvalidInput('trigger_enabled must be a boolean.');
+  return value;
+}
+
+function checkGui(value: unknown): WorkflowGui {
+  if (!isPlainObject(value)) throw new InvalidInput('gui must be an object {offset_x, offset_y, zoom}.');
+  const gui = { ...DEFAULT_GUI };
+  for (const key of ['offset_x', 'offset_y', 'zoom'] as const) {
+    const number = value[key];
+    if (number === undefined || number === null) continue;
+    if (typeof number !== 'number' || !Number.isFinite(number)) {
+      throw new InvalidInput(`gui.${key} must be a number.`);
+    }
+    gui[key] = number;
+  }
+  return gui;
+}
+
+/**
+ * The graph (see workflow-definition.ts), then what needs the database: every template must be one
+ * the account can see, and each worker's script_inputs must fit its template's form_inputs.
+ */
+export async function checkDefinition(
+  db: Database,
+  accountId: string,
+  raw: unknown,
+): Promise<{ workers: WorkerNode[]; plan: WorkflowPlan }> {
+  const definition = parseDefinition(raw);
+  const templateIds = [...new Set(definition.workers.flatMap((w) => (w.template_id ? [w.template_id] : [])))];
+  const templates = new Map(
+    await Promise.all(
+      templateIds.map(async (id) => {
+        try {
+          return [id, readWorkerTemplate(await findEntity(db, accountId, WORKER_TEMPLATE, id))] as const;
+        } catch (error) {
+          if (error instanceof NotFound) throw new InvalidInput(`Unknown worker template ${id}.`);
+          throw error;
+        }
+      }),
+    ),
+  );
+  for (const worker of definition.workers) {
+    if (!worker.template_id) continue;
+    const template = templates.get(worker.template_id)!;
+    const problem = scriptInputProblem(template.formInputs, worker.script_inputs, {
+      requireMandatory: worker.type !== 'STARTER',
+      allowUnknown: false,
+    });
+    if (problem !== null) {
+      throw new InvalidInput(`Worker ${worker.id} (template ${template.id}): ${problem}.`);
+    }
+  }
+  return definition;
+}
+
+function readWorkflow(record: EntityRecord): StoredWorkflow {
+  const view = WORKFLOW.view(record);
   return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    tags: row.tags,
-    status: row.status,
-    trigger_type: row.trigger_type,
-    trigger_config: row.trigger_config,
-    trigger_enabled: row.trigger_enabled,
-    starter_worker_id: row.starter_worker_id,
-    gui: row.gui,
-    workers: row.workers,
-    workspace: row.workspace,
-    created: epochSeconds(row.created_at)!,
-    updated: epochSeconds(row.updated_at)!,
-    version: String(row.version),
+    id: record.id,
+    accountId: record.accountId,
+    workspace: record.workspace!,
+    name: record.name,
+    triggerType: view.trigger_type as Trigger,
+    triggerConfig: view.trigger_config as Record<string, unknown>,
+    triggerEnabled: view.trigger_enabled as boolean,
+    workers: view.workers as WorkerNode[],
+    record,
   };
+}
+
+export function workflowView(workflow: StoredWorkflow | EntityRecord): Record<string, unknown> {
+  return WORKFLOW.view('record' in workflow ? workflow.record : workflow);
+}
+
+/** The request fields this resource reads; other keys of a body are ignored, never checked. */
+function bodyChanges(input: WorkflowInput): Record<string, unknown> {
+  const changes: Record<string, unknown> = {};
+  if (input.trigger_type !== undefined && input.trigger_type !== null) {
+    changes.trigger_type = checkTriggerType(input.trigger_type);
+  }
+  if (input.trigger_config !== undefined && input.trigger_config !== null) {
+    changes.trigger_config = checkTriggerConfig(input.trigger_config);
+  }
+  if (input.trigger_enabled !== undefined && input.trigger_enabled !== null) {
+    changes.trigger_enabled = checkTriggerEnabled(input.trigger_enabled);
+  }
+  if (input.gui !== undefined && input.gui !== null) changes.gui = checkGui(input.gui);
+  return changes;
 }
 
 export async function createWorkflow(
   db: Database,
   actor: Actor,
-  input: { name: string; description?: string | null; workspace?: string; workers: WorkerNode[] },
+  input: WorkflowInput,
 ): Promise<StoredWorkflow> {
-  if (!input.name || input.name.length > 200)
-    throw new InvalidInput('name is required, 1 to 200 characters.');
-  const order = executionOrder(input.workers);
-  const now = new Date();
-  return db.transaction(async (trx) => {
-    const [row] = (await trx('workflows')
-      .insert({
-        id: newId('workflow'),
-        account_id: actor.principal.accountId,
-        workspace: input.workspace ?? DEFAULT_WORKSPACE,
-        name: input.name,
-        description: input.description ?? null,
-        starter_worker_id: order[0]!.id,
-        workers: JSON.stringify(input.workers),
-        created_at: now,
-        updated_at: now,
-      })
-      .returning('*')) as StoredWorkflow[];
-    await recordAudit(trx, actor, {
-      operation: 'CREATE',
-      activity: `Created workflow ${row!.name}`,
-      entityId: row!.id,
-      entityType: 'Workflow',
-      entityName: row!.name,
-      workspace: row!.workspace,
-      after: workflowView(row!),
-    });
-    return row!;
+  const { workers, plan } = await checkDefinition(db, actor.principal.accountId, input.workers);
+  const record = await createEntity(db, actor, WORKFLOW, {
+    workspace: input.workspace,
+    name: input.name,
+    description: input.description,
+    tags: input.tags,
+    body: {
+      status: 'OK',
+      trigger_type: 'MANUAL',
+      trigger_config: {},
+      trigger_enabled: false,
+      gui: DEFAULT_GUI,
+      ...bodyChanges(input),
+      starter_worker_id: plan.starterId,
+      workers,
+    },
   });
+  return readWorkflow(record);
+}
+
+/**
+ * Every field optional; what is left out (or null) keeps its stored value. New `workers` replace the
+ * whole definition. Runs already started keep the definition they were started with.
+ */
+export async function updateWorkflow(
+  db: Database,
+  actor: Actor,
+  id: string,
+  input: WorkflowInput,
+): Promise<StoredWorkflow> {
+  const definition =
+    input.workers === undefined || input.workers === null
+      ? null
+      : await checkDefinition(db, actor.principal.accountId, input.workers);
+  const changes = bodyChanges(input);
+  const record = await updateEntity(db, actor, WORKFLOW, id, input.workspace, (current) => ({
+    name: input.name ?? undefined,
+    description: input.description,
+    tags: input.tags ?? undefined,
+    body: {
+      ...current.body,
+      ...changes,
+      ...(definition ? { workers: definition.workers, starter_worker_id: definition.plan.starterId } : {}),
+    },
+  }));
+  return readWorkflow(record);
+}
+
+export async function deleteWorkflow(
+  db: Database,
+  actor: Actor,
+  id: string,
+  workspace: unknown,
+): Promise<{ deleted: true; id: string; name: string }> {
+  const record = await deleteEntity(db, actor, WORKFLOW, id, workspace);
+  return { deleted: true, id: record.id, name: record.name };
 }
 
 /** Another account's workflow, or one in another workspace, is simply not found. */
@@ -86,10 +253,7 @@ export async function findWorkflow(
   db: Database,
   accountId: string,
   id: string,
-  workspace: string = DEFAULT_WORKSPACE,
+  workspace?: unknown,
 ): Promise<StoredWorkflow> {
-  const row = (await db('workflows').where({ id, account_id: accountId, workspace }).first()) as
-    StoredWorkflow | undefined;
-  if (!row) throw new NotFound(`Workflow ${id} not found.`);
-  return row;
+  return readWorkflow(await findEntity(db, accountId, WORKFLOW, id, workspace));
 }

@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '../../engine/db/database';
 import { todayYYYYMMDD } from '../../engine/entities/entity-fields';
-import { pruneExpiredShares, resolveShareToken } from '../../engine/reports/report-store';
+import {
+  EXPIRED_SHARE_RETENTION_SECONDS,
+  pruneExpiredShares,
+  resolveShareToken,
+} from '../../engine/reports/report-store';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 
@@ -158,12 +162,64 @@ describe('reports', () => {
       'widgets[0].name holds a NUL character or an unpaired surrogate.',
     ],
     [{ name: 'x', data: deeplyNested(150) }, 'data nests deeper than 100 levels.'],
+    // Widgets of the types the report page draws must hold what the drawing needs.
+    [
+      { name: 'x', widgets: [{ name: 'w', type: 'bar', labels: ['A', 'B'], values: [1] }] },
+      'widgets[0].values has 1 values but labels has 2.',
+    ],
+    [
+      { name: 'x', widgets: [{ name: 'w', type: 'line', x: [1], series: [{ name: 's', values: ['1'] }] }] },
+      'widgets[0].series[0].values[0] must be a number or null.',
+    ],
+    [
+      { name: 'x', widgets: [{ name: 'w', type: 'table', columns: ['a'], rows: [[{ nested: 1 }]] }] },
+      'widgets[0].rows[0][0] must be a string, number, boolean or null.',
+    ],
+    [
+      { name: 'x', widgets: [{ name: 'w', type: 'text', text: 'ok', format: 'euro' }] },
+      'widgets[0].format must be one of number, percent, currency, plain.',
+    ],
   ])('invalid %j → 400 with its message, nothing stored', async (body, message) => {
     const before = await entityCount();
     const res = await call('POST', '/v2/reports', body);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message });
     expect(await entityCount()).toBe(before);
+  });
+
+  test('widgets in the page format are stored as sent; a bad one is refused on update too', async () => {
+    const widgets = [
+      {
+        id: 't',
+        name: 'Holdings',
+        type: 'table',
+        columns: ['Symbol', { name: 'Weight', format: 'percent' }],
+        rows: [['AAPL', 0.5]],
+      },
+      {
+        id: 'b',
+        name: 'MCTR',
+        type: 'bar',
+        labels: ['AAPL', 'TLT'],
+        values: [0.04, -0.01],
+        format: 'percent',
+      },
+      {
+        id: 'l',
+        name: 'NAV',
+        type: 'line',
+        x: ['20240101', '20240102'],
+        series: [{ name: 'Fund', values: [1, null] }],
+      },
+      { id: 'n', name: 'Note', type: 'text', text: 'Risk fell.', description: 'Commentary' },
+    ];
+    const report = await create({ name: 'Formatted', widgets });
+    const row = await db('entities').where({ kind: 'report', id: report.id }).first();
+    expect(row.body.widgets).toEqual(widgets);
+    const bad = await call('PUT', `/v2/reports/${report.id}`, {
+      widgets: [{ id: 'b', name: 'MCTR', type: 'bar', labels: ['AAPL'], values: [0.04, 1] }],
+    });
+    expect(bad.json()).toEqual({ code: 400, message: 'widgets[0].values has 2 values but labels has 1.' });
   });
 
   test('update: fields change, version bumps, uid stays, derived widget URLs are not stored', async () => {
@@ -330,7 +386,7 @@ describe('reports', () => {
     expect(res.json().report.expires_after).toBe(2592000);
   });
 
-  test('an expired share token opens nothing; pruning drops only expired links', async () => {
+  test('an expired share token opens nothing; pruning drops only links expired past the retention', async () => {
     const report = await create({ name: 'Short-lived' });
     const token = (await call('POST', `/v2/reports/${report.id}/share`, { expires_after: '60' })).json()
       .report.url_token;
@@ -350,6 +406,17 @@ describe('reports', () => {
     expect(await resolveShareToken(db, token)).toBeNull();
     expect(await resolveShareToken(db, other)).not.toBeNull();
 
+    // Just expired: kept, so the report page can answer 410 ("expired") rather than 404.
+    await pruneExpiredShares(db);
+    expect(
+      await db('report_shares')
+        .where({ token_hash: sha256(token) })
+        .first(),
+    ).toBeDefined();
+
+    await db('report_shares')
+      .where({ token_hash: sha256(token) })
+      .update({ expires_at: new Date(Date.now() - (EXPIRED_SHARE_RETENTION_SECONDS + 1) * 1000) });
     expect(await pruneExpiredShares(db)).toBeGreaterThanOrEqual(1);
     expect(
       await db('report_shares')
@@ -370,7 +437,10 @@ describe('reports', () => {
     const res = await call('DELETE', `/v2/reports/${report.id}`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ report: { deleted: true, id: report.id } });
-    expect(await db('report_shares').where({ report_id: report.id })).toEqual([]);
+    // Revoked by expiring them now (not dropped), so their holders are told the link expired.
+    const rows = await db('report_shares').where({ report_id: report.id });
+    expect(rows).toHaveLength(1);
+    expect(rows[0].expires_at.getTime()).toBeLessThanOrEqual(Date.now());
     expect(await resolveShareToken(db, token)).toBeNull();
     expect((await call('GET', `/v2/reports/${report.id}`)).json()).toEqual({
       code: 404,

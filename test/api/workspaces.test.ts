@@ -160,20 +160,15 @@ describe('workspaces', () => {
   );
 
   test('delete keeps the objects and writes a DELETE record; main cannot be deleted', async () => {
-    await db('workflows').insert({
-      id: 'wrkf_AAAAAAAAAAAAAAAAAAAAAAAAA',
-      account_id: account.accountId,
-      workspace: 'ops',
-      name: 'kept',
-      workers: '[]',
-      created_at: new Date(),
-      updated_at: new Date(),
-    });
+    const kept = (
+      await call('POST', '/v2/portfolios', { name: 'kept', securities: [], workspace: 'ops' })
+    ).json().portfolio;
     const res = await call('DELETE', '/v2/workspaces/ops');
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ workspace: { deleted: true, name: 'ops' } });
     expect((await call('GET', '/v2/workspaces/ops')).statusCode).toBe(404);
-    expect(await db('workflows').where({ workspace: 'ops', account_id: account.accountId })).toHaveLength(1);
+    const stillThere = await call('GET', `/v2/portfolios/${kept.id}?workspace=ops`);
+    expect(stillThere.json().portfolio).toMatchObject({ id: kept.id, workspace: 'ops' });
     expect((await auditOf('ops')).map((r) => r.operation)).toContain('DELETE');
     const main = await call('DELETE', '/v2/workspaces/main');
     expect(main.statusCode).toBe(400);

@@ -17,9 +17,19 @@ describe('migrations', () => {
     const b = connectDatabase(url.toString(), 2);
     try {
       const [first, second] = await Promise.all([migrateLatest(a), migrateLatest(b)]);
-      expect([...first, ...second]).toEqual(['20261121000000_foundation', '20261122000000_entities']);
+      expect([...first, ...second]).toEqual([
+        '20261121000000_foundation',
+        '20261122000000_entities',
+        '20261122010000_files',
+        '20261122020000_workflows',
+      ]);
       const applied = await a('knex_migrations').select('name');
-      expect(applied).toEqual([{ name: '20261121000000_foundation' }, { name: '20261122000000_entities' }]);
+      expect(applied).toEqual([
+        { name: '20261121000000_foundation' },
+        { name: '20261122000000_entities' },
+        { name: '20261122010000_files' },
+        { name: '20261122020000_workflows' },
+      ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {
       await a.destroy();

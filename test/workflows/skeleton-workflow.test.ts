@@ -28,7 +28,13 @@ describe('a stored starter → basic → ender workflow runs on Temporal', () =>
     t = await createTestApp(db, { taskQueue });
     account = await createTestAccount(db);
     connection = await NativeConnection.connect({ address: temporalAddress() });
-    worker = await createTemporalWorker({ db, connection, namespace: 'default', taskQueue });
+    worker = await createTemporalWorker({
+      db,
+      connection,
+      namespace: 'default',
+      taskQueue,
+      publicUrl: 'http://pas.test',
+    });
     running = worker.run();
   }, 120_000);
 
@@ -119,11 +125,11 @@ describe('a stored starter → basic → ender workflow runs on Temporal', () =>
       'GET',
       `/v2/workflows/${workflow.id}/worker_executions?workflow_execution_id=${started.id}`,
     );
-    expect(list.json().worker_executions.map((w: { worker_type: string }) => w.worker_type)).toEqual([
-      'STARTER',
-      'BASIC',
-      'ENDER',
-    ]);
+    expect(
+      list
+        .json()
+        .worker_executions.map((w: { execution: { worker_type: string } }) => w.execution.worker_type),
+    ).toEqual(['STARTER', 'BASIC', 'ENDER']);
     const basic = await db('worker_executions')
       .where({ workflow_execution_id: started.id, worker_type: 'BASIC' })
       .first();

@@ -1,14 +1,43 @@
 import { heartbeat } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Actor } from '../../engine/audit/audit-trail';
 import type { Database } from '../../engine/db/database';
+import { findEntity } from '../../engine/entities/entity-store';
+import { NotFound } from '../../engine/errors';
 import {
   beginWorkerExecution,
   endWorkerExecution,
   endWorkflowExecution,
-  type WorkflowExecutionRow,
   type WorkerExecutionRow,
+  type WorkflowExecutionRow,
 } from '../../engine/workflows/execution-records';
-import type { FinishRunInput, RunWorkerInput, RunWorkerOutput } from '../../engine/workflows/run-input';
-import { runScript } from '../../plugins/sandbox/script-sandbox';
+import type {
+  FinishRunInput,
+  InputRef,
+  RunWorkerInput,
+  RunWorkerOutput,
+} from '../../engine/workflows/run-input';
+import { scriptInputProblem, withDefaults } from '../../engine/workflows/script-inputs';
+import type { WorkerNode } from '../../engine/workflows/workflow-definition';
+import { conditionOf, forkItems } from '../../engine/workflows/worker-results';
+import {
+  type FormInput,
+  readWorkerTemplate,
+  WORKER_TEMPLATE,
+} from '../../engine/worker-templates/worker-template-store';
+import { runScript, type SandboxLimits, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
+import { transpileTypeScript } from './script-transpiler';
+import { createSdkBridge } from './sdk-bridge';
+
+export interface WorkerActivityOptions {
+  /** The service's base URL (reports' views carry absolute addresses). */
+  publicUrl: string;
+  /** Sandbox limits for every script this process runs; the sandbox's defaults otherwise. */
+  sandboxLimits?: Partial<SandboxLimits>;
+}
+
+/** Well inside the interpreter's one-minute heartbeat timeout, so a long script never looks lost. */
+const HEARTBEAT_INTERVAL_MS = 10_000;
 
 async function loadExecution(db: Database, id: string): Promise<WorkflowExecutionRow> {
   const row = (await db('workflow_executions').where({ id }).first()) as WorkflowExecutionRow | undefined;
@@ -16,76 +45,266 @@ async function loadExecution(db: Database, id: string): Promise<WorkflowExecutio
   return row;
 }
 
-async function previousResult(db: Database, id: string | null): Promise<unknown> {
-  if (id === null) return null;
-  const row = (await db('worker_executions').where({ id }).first()) as WorkerExecutionRow | undefined;
-  if (!row) throw new Error(`worker execution ${id} is missing from the database`);
-  return row.result;
+function sourcesOf(
+  ref: InputRef,
+): Array<{ worker_id: string; worker_execution_id: string; item: number | null }> {
+  if (ref.kind === 'none') return [];
+  if (ref.kind === 'result') {
+    return [{ worker_id: ref.workerId, worker_execution_id: ref.workerExecutionId, item: ref.item }];
+  }
+  return ref.parts.flatMap(sourcesOf);
+}
+
+/** `inputs_info`: which worker executions (and which item of a FORKER's list) made `inputs`. */
+function inputsInfo(ref: InputRef) {
+  return { joined: ref.kind === 'join', sources: sourcesOf(ref) };
+}
+
+/** Reads the stored results an input is made of (only this run's rows) and assembles it. */
+async function resolveInputs(db: Database, executionId: string, ref: InputRef): Promise<unknown> {
+  const ids = [...new Set(sourcesOf(ref).map((source) => source.worker_execution_id))];
+  const rows = ids.length
+    ? ((await db('worker_executions')
+        .whereIn('id', ids)
+        .where({ workflow_execution_id: executionId })
+        .select('id', 'result')) as Array<{ id: string; result: unknown }>)
+    : [];
+  const results = new Map(rows.map((row) => [row.id, row.result]));
+  const value = (part: InputRef): unknown => {
+    if (part.kind === 'none') return null;
+    if (part.kind === 'join') return part.parts.map(value);
+    if (!results.has(part.workerExecutionId)) {
+      throw new Error(`worker execution ${part.workerExecutionId} is missing from the database`);
+    }
+    const result = results.get(part.workerExecutionId);
+    if (part.item === null) return result;
+    const fork = forkItems(result);
+    if ('error' in fork) throw new Error(`worker execution ${part.workerExecutionId} holds no list to fork`);
+    return fork.items[part.item];
+  };
+  return value(ref);
+}
+
+/** What steers the run, read back from a stored result (also for a retried, already-ended step). */
+function steering(
+  worker: WorkerNode,
+  result: unknown,
+): { condition: boolean | null; branchCount: number | null; error?: string } {
+  if (worker.type === 'FORKER') {
+    const fork = forkItems(result);
+    return 'error' in fork
+      ? { condition: null, branchCount: null, error: fork.error }
+      : { condition: null, branchCount: fork.items.length };
+  }
+  if (worker.type === 'CONDITIONAL') {
+    const decision = conditionOf(result);
+    return 'error' in decision
+      ? { condition: null, branchCount: null, error: decision.error }
+      : { condition: decision.condition, branchCount: null };
+  }
+  return { condition: null, branchCount: null };
+}
+
+function outputOf(worker: WorkerNode, row: WorkerExecutionRow): RunWorkerOutput {
+  const steer =
+    row.status === 'COMPLETED' ? steering(worker, row.result) : { condition: null, branchCount: null };
+  return {
+    workerExecutionId: row.id,
+    status: row.status === 'COMPLETED' ? 'COMPLETED' : 'ERROR',
+    errorMessage: row.error_message,
+    condition: steer.condition,
+    branchCount: steer.branchCount,
+  };
+}
+
+/** The worker acts for whoever started the run, as source WORKER, naming the run in the trail. */
+function workerActor(execution: WorkflowExecutionRow): Actor {
+  return {
+    principal: {
+      accountId: execution.account_id,
+      userId: execution.user_id ?? '',
+      userEmail: 'System',
+      isOwner: false,
+      permissions: [],
+      credentialId: execution.credential_id ?? '',
+      credentialType: execution.credential_type ?? 'API_KEY',
+    },
+    source: 'WORKER',
+    ip: null,
+    userAgent: null,
+    workflow: { id: execution.workflow_id, name: execution.workflow_name, executionId: execution.id },
+  };
+}
+
+interface Program {
+  source: string;
+  entryPoint: string;
+  formInputs: FormInput[] | null;
+}
+
+/** The script a worker runs: its template's (TypeScript transpiled) or its inline one; null for none. */
+async function programOf(
+  db: Database,
+  accountId: string,
+  worker: WorkerNode,
+): Promise<Program | { error: string } | null> {
+  if (worker.template_id) {
+    let record;
+    try {
+      record = await findEntity(db, accountId, WORKER_TEMPLATE, worker.template_id);
+    } catch (error) {
+      if (error instanceof NotFound)
+        return { error: `Worker template ${worker.template_id} no longer exists.` };
+      throw error;
+    }
+    const template = readWorkerTemplate(record);
+    let source = template.script;
+    if (template.scriptRuntime === 'typescript') {
+      const transpiled = transpileTypeScript(`${template.id}@${record.version}`, template.script);
+      if ('error' in transpiled) return transpiled;
+      source = transpiled.code;
+    }
+    return { source, entryPoint: template.scriptEntryPoint, formInputs: template.formInputs };
+  }
+  if (worker.script) return { source: worker.script, entryPoint: 'main', formInputs: null };
+  return null;
+}
+
+function describeFailure(outcome: Extract<ScriptOutcome, { ok: false }>): string {
+  return `${outcome.error.kind}: ${outcome.error.message}`;
 }
 
 /** Activities are verbs; each reads and writes PostgreSQL, so Temporal carries only ids. */
-export function createWorkerActivities(db: Database) {
+export function createWorkerActivities(db: Database, options: WorkerActivityOptions) {
   return {
+    /**
+     * Runs one worker of one branch. A script's own failure (error, timeout, memory, bad output) is
+     * an ERROR outcome, not an exception: retrying would fail the same way. Exceptions are for the
+     * infrastructure (database, a lost process), which Temporal retries with backoff.
+     */
     async runWorker(input: RunWorkerInput): Promise<RunWorkerOutput> {
       const execution = await loadExecution(db, input.executionId);
-      const { worker } = input;
-      const inputs = await previousResult(db, input.previousWorkerExecutionId);
+      if (execution.run_status !== 'RUNNING') {
+        throw ApplicationFailure.nonRetryable(`Workflow execution ${execution.id} has already ended.`);
+      }
+      const { worker, parallel } = input;
+      const stored = worker.script_inputs;
+      const begun = await beginWorkerExecution(db, {
+        execution,
+        workerId: worker.id,
+        workerName: worker.name,
+        workerType: worker.type,
+        parallelIndex: parallel.index,
+        inputParams: {
+          script_inputs: stored,
+          inputs_info: inputsInfo(input.inputs),
+          parallel_info: parallel,
+        },
+      });
+      // A retry after the step had ended (the process died before Temporal heard back) hands back
+      // the recorded outcome instead of running the script, and its side effects, again.
+      if (!begun.fresh && begun.row.status !== 'RUNNING') return outputOf(worker, begun.row);
+      const record = begun.row;
+      heartbeat();
+
+      const end = async (
+        status: 'COMPLETED' | 'ERROR',
+        result: unknown,
+        errorMessage: string | null,
+        measured: { cpuTimeMs: number; wallTimeMs: number; logs: unknown } = {
+          cpuTimeMs: 0,
+          wallTimeMs: 0,
+          logs: [],
+        },
+      ): Promise<RunWorkerOutput> => {
+        let finalStatus = status;
+        let message = errorMessage;
+        let steer: ReturnType<typeof steering> = { condition: null, branchCount: null };
+        if (status === 'COMPLETED') {
+          steer = steering(worker, result);
+          if (steer.error !== undefined) {
+            finalStatus = 'ERROR';
+            message = steer.error;
+          }
+        }
+        await endWorkerExecution(db, record.id, {
+          status: finalStatus,
+          result: finalStatus === 'COMPLETED' ? result : { error: message },
+          errorMessage: message,
+          cpuTimeSeconds: measured.cpuTimeMs / 1000,
+          durationSeconds: measured.wallTimeMs / 1000,
+          logs: measured.logs,
+        });
+        return {
+          workerExecutionId: record.id,
+          status: finalStatus,
+          errorMessage: message,
+          condition: finalStatus === 'COMPLETED' ? steer.condition : null,
+          branchCount: finalStatus === 'COMPLETED' ? steer.branchCount : null,
+        };
+      };
+
+      const inputs = await resolveInputs(db, execution.id, input.inputs);
+      const program = await programOf(db, execution.account_id, worker);
+      if (program !== null && 'error' in program) return end('ERROR', null, program.error);
+      let scriptInputs = program?.formInputs ? withDefaults(program.formInputs, stored) : stored;
+      // The run's parameters (a webhook's body and date, say) are the STARTER's inputs too.
+      if (worker.type === 'STARTER') scriptInputs = { ...scriptInputs, ...execution.parameters };
+      if (program?.formInputs) {
+        const problem = scriptInputProblem(program.formInputs, scriptInputs, {
+          requireMandatory: true,
+          allowUnknown: worker.type === 'STARTER',
+        });
+        if (problem !== null) return end('ERROR', null, `Invalid script inputs: ${problem}.`);
+      }
+      if (program === null) {
+        // Without a script the STARTER hands on its inputs, and the others their input.
+        return end('COMPLETED', worker.type === 'STARTER' ? scriptInputs : inputs, null);
+      }
+
       const args = {
         workspace: execution.workspace,
-        script_inputs: worker.script_inputs ?? {},
-        inputs_info: input.previousWorkerExecutionId
-          ? { previous_worker_execution_id: input.previousWorkerExecutionId }
-          : {},
+        script_inputs: scriptInputs,
+        inputs_info: inputsInfo(input.inputs),
         worker_type: worker.type,
-        parallel_info: { index: input.parallelIndex, length: -1 },
+        parallel_info: parallel,
         worker_id: worker.id,
+        worker_execution_id: record.id,
         workflow_id: execution.workflow_id,
         workflow_execution_id: execution.id,
         parameters: execution.parameters,
         inputs,
       };
-      const record = await beginWorkerExecution(db, {
-        execution,
-        workerId: worker.id,
-        workerName: worker.name,
-        workerType: worker.type,
-        parallelIndex: input.parallelIndex,
-        inputParams: {
-          script_inputs: args.script_inputs,
-          parameters: worker.type === 'STARTER' ? execution.parameters : {},
-        },
+      const bridge = createSdkBridge({
+        db,
+        actor: workerActor(execution),
+        workspace: execution.workspace,
+        publicUrl: options.publicUrl,
       });
-      heartbeat();
-      if (!worker.script) {
-        // Without a script the starter hands on the run parameters and the ender the last result.
-        const result = worker.type === 'STARTER' ? execution.parameters : inputs;
-        await endWorkerExecution(db, record.id, {
-          status: 'COMPLETED',
-          result,
-          errorMessage: null,
-          cpuTimeSeconds: 0,
-          durationSeconds: 0,
-          logs: [],
+      const beat = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
+      let outcome: ScriptOutcome;
+      try {
+        outcome = await runScript({
+          source: program.source,
+          entryPoint: program.entryPoint,
+          args,
+          limits: options.sandboxLimits,
+          bridge,
         });
-        return { workerExecutionId: record.id, status: 'COMPLETED', errorMessage: null };
+      } finally {
+        clearInterval(beat);
       }
-      const outcome = await runScript({ source: worker.script, args });
-      const errorMessage = outcome.ok ? null : `${outcome.error.kind}: ${outcome.error.message}`;
-      await endWorkerExecution(db, record.id, {
-        status: outcome.ok ? 'COMPLETED' : 'ERROR',
-        result: outcome.ok ? outcome.result : { error: errorMessage },
-        errorMessage,
-        cpuTimeSeconds: outcome.cpuTimeMs / 1000,
-        durationSeconds: outcome.wallTimeMs / 1000,
-        logs: outcome.logs,
-      });
-      return { workerExecutionId: record.id, status: outcome.ok ? 'COMPLETED' : 'ERROR', errorMessage };
+      return outcome.ok
+        ? end('COMPLETED', outcome.result, null, outcome)
+        : end('ERROR', null, describeFailure(outcome), outcome);
     },
 
+    /** Closes the run's records; retried until the database takes it, so no run stays RUNNING. */
     async finishRun(input: FinishRunInput): Promise<void> {
       await endWorkflowExecution(db, input.executionId, {
         runStatus: input.runStatus,
         enderWorkerExecutionId: input.enderWorkerExecutionId,
+        failure: input.failure,
       });
     },
   };

@@ -1,6 +1,20 @@
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
-import type { FinishRunInput, InterpreterInput, RunWorkerOutput } from '../../engine/workflows/run-input';
+import {
+  ActivityFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  upsertMemo,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { RunFailure } from '../../engine/workflows/execution-records';
+import type {
+  FinishRunInput,
+  InputRef,
+  InterpreterInput,
+  ParallelInfo,
+  RunWorkerOutput,
+} from '../../engine/workflows/run-input';
+import type { WorkerNode } from '../../engine/workflows/workflow-definition';
 import type { WorkerActivities } from '../activities/worker-activities';
 
 // Infrastructure failures (database, a lost worker) are retried with backoff; a script that
@@ -16,49 +30,163 @@ const ACTIVITY_OPTIONS = {
   },
 } as const;
 
-const { finishRun } = proxyActivities<WorkerActivities>(ACTIVITY_OPTIONS);
+// Closing the records is what makes a run leave RUNNING: retried until the database answers
+// (no maximumAttempts: unlimited).
+const { finishRun } = proxyActivities<WorkerActivities>({
+  startToCloseTimeout: ACTIVITY_OPTIONS.startToCloseTimeout,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
 
-const RUN_STATUS = defineSearchAttributeKey('PasRunStatus', SearchAttributeType.KEYWORD);
+// A search attribute key is plain data ({name, type}); written out so this file imports only the SDK.
+const RUN_STATUS = { name: 'PasRunStatus', type: 'KEYWORD' } as const;
+const NOT_FORKED: ParallelInfo = { index: -1, length: -1 };
+
+/** A worker that failed for good; it ends the run wherever it happens, branches included. */
+class WorkerFailed extends Error {
+  constructor(readonly failure: RunFailure) {
+    super(failure.message);
+  }
+}
 
 /**
- * Runs any stored workflow definition passed as input: one activity per worker execution, in the
- * order of the edges from the starter to the ender. Deterministic: no I/O, no clock, no randomness.
+ * Runs any stored workflow definition passed as input (see engine/workflows/workflow-definition.ts):
+ * one activity per worker execution, id `<worker>#<parallel_index>`, following the edges from the
+ * STARTER to an ENDER. A FORKER's branches run in parallel and meet at its BARRIER; a CONDITIONAL
+ * picks one way on. The run ends FAILED as soon as a worker fails for good (the other branches are
+ * cancelled), and it always ends: the spec lets a failed run stay RUNNING, we never do.
+ * Deterministic: no I/O, no clock, no randomness; inputs and results travel by id.
  */
 export async function interpreterWorkflow(input: InterpreterInput): Promise<FinishRunInput> {
   const byId = new Map(input.workers.map((worker) => [worker.id, worker]));
-  let worker = input.workers.find((candidate) => candidate.type === 'STARTER');
-  let previous: RunWorkerOutput | null = null;
-  let outcome: FinishRunInput = {
-    executionId: input.executionId,
-    runStatus: 'FAILED',
-    enderWorkerExecutionId: null,
-  };
-  while (worker) {
-    // Activity id `<worker>#<parallel_index>` names the step in the Temporal UI.
-    const { runWorker } = proxyActivities<WorkerActivities>({
+  const node = (id: string): WorkerNode => byId.get(id)!;
+
+  async function runWorker(
+    worker: WorkerNode,
+    parallel: ParallelInfo,
+    inputs: InputRef,
+  ): Promise<RunWorkerOutput> {
+    const { runWorker: runWorkerActivity } = proxyActivities<WorkerActivities>({
       ...ACTIVITY_OPTIONS,
-      activityId: `${worker.id}#-1`,
+      activityId: `${worker.id}#${parallel.index}`,
     });
-    const result: RunWorkerOutput = await runWorker({
-      executionId: input.executionId,
-      worker,
-      parallelIndex: -1,
-      previousWorkerExecutionId: previous?.workerExecutionId ?? null,
-    });
-    if (result.status === 'ERROR') break;
-    if (worker.type === 'ENDER') {
-      outcome = {
-        executionId: input.executionId,
-        runStatus: 'SUCCEEDED',
-        enderWorkerExecutionId: result.workerExecutionId,
-      };
-      break;
+    let output: RunWorkerOutput;
+    try {
+      output = await runWorkerActivity({ executionId: input.executionId, worker, parallel, inputs });
+    } catch (error) {
+      // Retries exhausted (or a non-retryable failure): the step failed for good.
+      if (error instanceof ActivityFailure && !isCancellation(error)) {
+        throw new WorkerFailed({
+          workerId: worker.id,
+          parallelIndex: parallel.index,
+          workerExecutionId: null,
+          message: `The worker could not be run: ${error.cause?.message ?? error.message}`,
+        });
+      }
+      throw error;
     }
-    previous = result;
-    const nextId: string | undefined = worker.next?.[0];
-    worker = nextId === undefined ? undefined : byId.get(nextId);
+    if (output.status === 'ERROR') {
+      throw new WorkerFailed({
+        workerId: worker.id,
+        parallelIndex: parallel.index,
+        workerExecutionId: output.workerExecutionId,
+        message: output.errorMessage ?? 'The worker failed.',
+      });
+    }
+    return output;
   }
-  await finishRun(outcome);
+
+  /**
+   * Walks from `startId` until an ENDER (returning its worker execution id) or, inside a branch,
+   * until the BARRIER (returning what the branch hands to it).
+   */
+  async function walk(
+    startId: string,
+    parallel: ParallelInfo,
+    start: InputRef,
+  ): Promise<{ ender: string } | { branchOutput: InputRef }> {
+    let worker = node(startId);
+    let inputs = start;
+    for (;;) {
+      if (worker.type === 'BARRIER' && parallel.index >= 0) return { branchOutput: inputs };
+      const output = await runWorker(worker, parallel, inputs);
+      const produced: InputRef = {
+        kind: 'result',
+        workerExecutionId: output.workerExecutionId,
+        workerId: worker.id,
+        item: null,
+      };
+      switch (worker.type) {
+        case 'ENDER':
+          return { ender: output.workerExecutionId };
+        case 'CONDITIONAL':
+          // The CONDITIONAL only routes: the worker it picks receives the CONDITIONAL's own input.
+          worker = node((output.condition ? worker.next_true! : worker.next_false!)[0]!);
+          break;
+        case 'FORKER': {
+          const branches = await fork(worker, output);
+          worker = node(input.plan.barrierOf[worker.id]!);
+          inputs = { kind: 'join', parts: branches };
+          break;
+        }
+        default:
+          inputs = produced;
+          worker = node(worker.next[0]!);
+      }
+    }
+  }
+
+  /** Runs one branch per item of the FORKER's list; the first failure cancels the rest. */
+  async function fork(forker: WorkerNode, output: RunWorkerOutput): Promise<InputRef[]> {
+    const length = output.branchCount ?? 0;
+    const scope = new CancellationScope();
+    const branches = scope.run(() =>
+      Promise.all(
+        Array.from({ length }, async (_, index) => {
+          const end = await walk(
+            forker.next[0]!,
+            { index, length },
+            { kind: 'result', workerExecutionId: output.workerExecutionId, workerId: forker.id, item: index },
+          );
+          if ('ender' in end) throw new Error(`branch ${index} of ${forker.id} reached an ENDER`);
+          return end.branchOutput;
+        }),
+      ),
+    );
+    try {
+      return await branches;
+    } catch (error) {
+      scope.cancel();
+      throw error;
+    }
+  }
+
+  let outcome: FinishRunInput;
+  try {
+    const end = await walk(input.plan.starterId, NOT_FORKED, { kind: 'none' });
+    if (!('ender' in end)) throw new Error('the run left its branches without a BARRIER');
+    outcome = {
+      executionId: input.executionId,
+      runStatus: 'SUCCEEDED',
+      enderWorkerExecutionId: end.ender,
+      failure: null,
+    };
+  } catch (error) {
+    const failure: RunFailure =
+      error instanceof WorkerFailed
+        ? error.failure
+        : {
+            workerId: null,
+            parallelIndex: -1,
+            workerExecutionId: null,
+            message: isCancellation(error)
+              ? 'The run was cancelled in Temporal.'
+              : `The run stopped: ${error instanceof Error ? error.message : String(error)}`,
+          };
+    outcome = { executionId: input.executionId, runStatus: 'FAILED', enderWorkerExecutionId: null, failure };
+  }
+  // Even a run cancelled from the Temporal UI closes its records (CANCELED is never written).
+  await CancellationScope.nonCancellable(() => finishRun(outcome));
   upsertSearchAttributes([{ key: RUN_STATUS, value: outcome.runStatus }]);
+  upsertMemo({ run_status: outcome.runStatus });
   return outcome;
 }

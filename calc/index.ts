@@ -1,0 +1,50 @@
+/** The calculation core's public surface: what the endpoints, kernels and workers build on. */
+export { CalcInputError } from './input-error';
+export {
+  dayNumber,
+  formatDay,
+  pricesFromReturns,
+  type DateInput,
+  type PriceSeries,
+  type Sampling,
+  type SeriesSource,
+} from './market-data';
+export { estimateFactorModel, type FactorModel } from './estimation';
+export { canonicalJson, fillNormals, normalAt, seedFromNumber, seedFromRequest, type Seed } from './random';
+export {
+  positionComponents,
+  simulate,
+  unconditionalScenario,
+  type PathSetResult,
+  type Regime,
+  type Scenario,
+  type SimulationOptions,
+  type SimulationResult,
+} from './simulation';
+export {
+  CONFIDENCE_TAILS,
+  DEFAULT_PATHS,
+  RESIDUAL,
+  type CalcOptions,
+  type CalcSecurity,
+  type Confidence,
+  type ProjectionValue,
+} from './portfolio-model';
+export {
+  conditionalScenario,
+  dynamicRange,
+  prepareStressTest,
+  runStressTest,
+  type PreparedStressTest,
+  type StressTestRequest,
+  type StressTestResult,
+} from './stress-test';
+export {
+  prepareRiskAttribution,
+  runRiskAttribution,
+  volatilityAttribution,
+  type PreparedRiskAttribution,
+  type RiskAttributionRequest,
+  type RiskAttributionResult,
+  type RiskMeasure,
+} from './risk-attribution';

@@ -1,0 +1,13 @@
+/**
+ * A request the calculation cannot run on (an unknown shock symbol, a projection without data, a zero
+ * NLV, ...). calc/ knows nothing of HTTP: the endpoint maps this to a 400 naming `parameter`.
+ */
+export class CalcInputError extends Error {
+  constructor(
+    readonly parameter: string,
+    message: string,
+  ) {
+    super(`${parameter}: ${message}`);
+    this.name = 'CalcInputError';
+  }
+}

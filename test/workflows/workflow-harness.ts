@@ -1,0 +1,143 @@
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { LightMyRequestResponse } from 'fastify';
+import type { Database } from '../../engine/db/database';
+import { newId } from '../../engine/ids';
+import type { SandboxLimits } from '../../plugins/sandbox/script-sandbox';
+import { createTemporalWorker } from '../../workers/temporal-worker';
+import {
+  createTestAccount,
+  createTestApp,
+  temporalAddress,
+  type TestAccount,
+  type TestApp,
+} from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/**
+ * What the workflow suites share: a fresh database, the real app, an account, and (when asked) a
+ * real Temporal Worker on a task queue of its own, polling the suite's dev server.
+ */
+export interface WorkflowHarness {
+  db: Database;
+  t: TestApp;
+  account: TestAccount;
+  call(method: Method, url: string, payload?: object, who?: TestAccount): Promise<LightMyRequestResponse>;
+  /** POST /workflows, expecting 200; returns the stored workflow. */
+  store(body: object, who?: TestAccount): Promise<Workflow>;
+  /** POST /workflows/:id/run, expecting 202; returns the execution as first answered. */
+  run(workflowId: string, parameters?: object, who?: TestAccount): Promise<Execution>;
+  /** Polls the execution until it leaves RUNNING (the client's polling flow). */
+  pollUntilEnded(workflowId: string, executionId: string, who?: TestAccount): Promise<Execution>;
+  /** GET /workflows/worker_executions for one worker execution, with its result. */
+  workerExecution(id: string): Promise<WorkerExecution>;
+  close(): Promise<void>;
+}
+
+export interface Workflow {
+  id: string;
+  name: string;
+  workers: Array<{ id: string; type: string }>;
+  [key: string]: unknown;
+}
+
+export interface Execution {
+  id: string;
+  run_status: string;
+  status: string;
+  ender_worker_id: string | null;
+  ender_worker_execution_id: string | null;
+  [key: string]: unknown;
+}
+
+export interface WorkerExecution {
+  id: string;
+  status: string;
+  worker_id: string;
+  worker_type: string;
+  parallel_index: number;
+  result: unknown;
+  error_message: string | null;
+  input_params: Record<string, unknown>;
+  logs: Array<{ level: string; message: string }>;
+  [key: string]: unknown;
+}
+
+/** A fresh worker id: `wrkr_` plus 25 characters. */
+export const workerId = () => newId('worker');
+
+export async function startHarness(
+  options: { worker?: boolean; sandboxLimits?: Partial<SandboxLimits> } = {},
+): Promise<WorkflowHarness> {
+  const taskQueue = `workflows-${newId('worker').slice(5, 17)}`;
+  const database = await createTestDatabase();
+  const { db } = database;
+  const t = await createTestApp(db, { taskQueue });
+  const account = await createTestAccount(db);
+  let connection: NativeConnection | null = null;
+  let worker: Worker | null = null;
+  let running: Promise<void> | null = null;
+  if (options.worker) {
+    connection = await NativeConnection.connect({ address: temporalAddress() });
+    worker = await createTemporalWorker({
+      db,
+      connection,
+      namespace: 'default',
+      taskQueue,
+      publicUrl: 'http://pas.test',
+      sandboxLimits: options.sandboxLimits,
+    });
+    running = worker.run();
+  }
+
+  const call: WorkflowHarness['call'] = (method, url, payload, who = account) =>
+    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+
+  return {
+    db,
+    t,
+    account,
+    call,
+    async store(body, who) {
+      const res = await call('POST', '/v2/workflows', body, who);
+      if (res.statusCode !== 200) throw new Error(`store: ${res.statusCode} ${res.body}`);
+      return res.json().workflow;
+    },
+    async run(workflowId, parameters = {}, who) {
+      const res = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters }, who);
+      if (res.statusCode !== 202) throw new Error(`run: ${res.statusCode} ${res.body}`);
+      return res.json().workflow_execution;
+    },
+    async pollUntilEnded(workflowId, executionId, who) {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const res = await call(
+          'GET',
+          `/v2/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}&with_resume=True`,
+          undefined,
+          who,
+        );
+        if (res.statusCode !== 200) throw new Error(`poll: ${res.statusCode} ${res.body}`);
+        const execution = res.json().workflow_execution;
+        if (execution.run_status !== 'RUNNING') return execution;
+        if (Date.now() > deadline) throw new Error(`run ${executionId} did not end within 60 s`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    },
+    async workerExecution(id) {
+      const res = await call('GET', `/v2/workflows/worker_executions?worker_execution_id=${id}`);
+      if (res.statusCode !== 200) throw new Error(`worker execution: ${res.statusCode} ${res.body}`);
+      return res.json().worker_execution;
+    },
+    async close() {
+      if (worker && running) {
+        worker.shutdown();
+        await running;
+      }
+      await connection?.close();
+      await t.close();
+      await database.drop();
+    },
+  };
+}
