@@ -15,6 +15,8 @@ import {
 import { loadConfig } from '../config';
 import { type Database, migrateLatest } from '../db/database';
 import { InvalidInput } from '../errors';
+import { importMarketCsv } from '../market-data/csv-import';
+import { listPriceSymbols } from '../market-data/price-store';
 import { openCliDatabase } from './cli-database';
 
 /** With one account (the usual self-hosted case) --account may be left out. */
@@ -43,9 +45,34 @@ async function withDatabase(action: (db: Database) => Promise<void>): Promise<vo
   }
 }
 
+/** `COLUMN=SYMBOL` pairs of --map; the column name may itself hold spaces (`Adj Close=IND:COMP`). */
+function parseMappings(pairs: string[] | undefined): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const eq = pair.lastIndexOf('=');
+    if (eq <= 0 || eq === pair.length - 1)
+      throw new InvalidInput(`--map expects COLUMN=SYMBOL, got "${pair}".`);
+    map[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return map;
+}
+
+/** A one-line text bar redrawn in place; only for a person watching (a TTY) or when asked for. */
+function progressBar(enabled: boolean) {
+  return (done: number, total: number, symbol: string) => {
+    if (!enabled) return;
+    const width = 30;
+    const filled = Math.round((done / total) * width);
+    process.stderr.write(
+      `\r[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${done}/${total} ${symbol.padEnd(16).slice(0, 16)}`,
+    );
+    if (done === total) process.stderr.write('\n');
+  };
+}
+
 export function buildCli(): Command {
   const program = new Command('pas').description(
-    'Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients.',
+    'Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data.',
   );
   const json = new Option('--json', 'print JSON for scripts');
 
@@ -202,6 +229,68 @@ export function buildCli(): Command {
       withDatabase(async (db) => {
         await revokeOAuthClient(db, clientId);
         print(false, null, `Revoked ${clientId}.`);
+      }),
+    );
+
+  const market = program.command('market').description('Market data: daily price series per symbol');
+  market
+    .command('import')
+    .description(
+      'Import a wide CSV (a date column, one price column per symbol); re-importing merges by date',
+    )
+    .argument('<csv>', 'file to import')
+    .option('--map <COLUMN=SYMBOL...>', 'symbol of a column (default: SP500=IND:SPX, others keep their name)')
+    .option('--date-column <name>', 'date column (default: the column named date, else the first)')
+    .option('--column <name...>', 'import only these columns (e.g. "Adj Close")')
+    .option('--progress', 'draw the progress bar even when stderr is not a terminal')
+    .addOption(json)
+    .action(
+      (
+        file: string,
+        opts: { map?: string[]; dateColumn?: string; column?: string[]; progress?: boolean; json?: boolean },
+      ) =>
+        withDatabase(async (db) => {
+          const summary = await importMarketCsv(
+            db,
+            file,
+            { map: parseMappings(opts.map), dateColumn: opts.dateColumn, columns: opts.column },
+            progressBar(!!opts.progress || process.stderr.isTTY === true),
+          );
+          // Bad rows go to stderr line by line, so they are seen even when stdout feeds a script.
+          for (const bad of summary.bad_rows) process.stderr.write(`line ${bad.line}: ${bad.message}\n`);
+          print(
+            !!opts.json,
+            summary,
+            [
+              `Imported ${summary.file}: ${summary.symbols.length} symbols, ${summary.rows} rows, ${summary.points} prices, ` +
+                `${summary.first_date ?? '-'} .. ${summary.last_date ?? '-'}, ${summary.bad_rows.length} bad rows.`,
+              ...summary.symbols.map(
+                (s) =>
+                  `  ${s.symbol.padEnd(12)} ${s.column} — ${s.points} prices, ${s.added} new, ${s.total} stored`,
+              ),
+            ].join('\n'),
+          );
+        }),
+    );
+  market
+    .command('symbols')
+    .description('List the symbols with stored prices')
+    .addOption(json)
+    .action((opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const rows = await listPriceSymbols(db);
+        print(
+          !!opts.json,
+          rows,
+          rows.length === 0
+            ? 'No market data loaded: run `pas market import <csv>`.'
+            : rows
+                .map(
+                  (r) =>
+                    `${r.symbol.padEnd(12)} ${String(r.points).padStart(6)} prices  ${r.first_date} .. ${r.last_date}  ${r.source ?? ''}`,
+                )
+                .join('\n'),
+        );
       }),
     );
   return program;

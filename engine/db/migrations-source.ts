@@ -3,6 +3,7 @@ import * as foundation from '../../migrations/20261121000000_foundation';
 import * as entities from '../../migrations/20261122000000_entities';
 import * as files from '../../migrations/20261122010000_files';
 import * as workflows from '../../migrations/20261122020000_workflows';
+import * as marketData from '../../migrations/20261122030000_market_data';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -13,6 +14,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261122000000_entities', entities],
   ['20261122010000_files', files],
   ['20261122020000_workflows', workflows],
+  ['20261122030000_market_data', marketData],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -63,6 +63,8 @@ describe('OpenAPI document', () => {
     ['get', '/workflows/{id}/workflow_executions'],
     ['get', '/workflows/{id}/worker_executions'],
     ['get', '/workflows/worker_executions'],
+    ['post', '/calculations/stress_test'],
+    ['post', '/calculations/risk_attribution'],
   ];
 
   test.each(EXPECTED)('%s %s is documented with a 200-range response', async (method, path) => {

@@ -22,6 +22,7 @@ describe('migrations', () => {
         '20261122000000_entities',
         '20261122010000_files',
         '20261122020000_workflows',
+        '20261122030000_market_data',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -29,6 +30,7 @@ describe('migrations', () => {
         { name: '20261122000000_entities' },
         { name: '20261122010000_files' },
         { name: '20261122020000_workflows' },
+        { name: '20261122030000_market_data' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

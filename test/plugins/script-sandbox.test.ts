@@ -574,7 +574,9 @@ describe('runScript: hostile scripts end in an error and leave the host healthy'
   ];
 
   test.each(hostile)('%s', async (_name, source, kind, message) => {
-    expectFailure(await run(source, { bridge: { echo }, limits: { timeoutMs: 300 } }), kind, message);
+    // Memory bombs get time to reach the memory limit even on a loaded machine; loops time out fast.
+    const timeoutMs = kind === 'memory' ? 20_000 : 300;
+    expectFailure(await run(source, { bridge: { echo }, limits: { timeoutMs } }), kind, message);
     await expectHealthy();
   });
 

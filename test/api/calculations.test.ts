@@ -1,0 +1,423 @@
+import path from 'node:path';
+import type { Database } from '../../engine/db/database';
+import { importMarketCsv } from '../../engine/market-data/csv-import';
+import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+/** The shared real data, read in place (never copied into the repository). */
+const MARKET = path.resolve(__dirname, '..', '..', '..', 'shared', 'data', 'market');
+const DATE = '20221228';
+const BOOK = [
+  { id: 'p1', symbol: 'AAPL', quantity: 100 },
+  { id: 'p2', symbol: 'JPM', quantity: 200 },
+  { id: 'p3', symbol: 'XOM', quantity: 150 },
+  { id: 'p4', symbol: 'WMT', quantity: 120 },
+];
+
+type Values = Array<{ projection: string; value: number }>;
+const total = (values: Values) => values.reduce((s, v) => s + v.value, 0);
+
+describe('calculations', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    await importMarketCsv(db, path.join(MARKET, 'sp500_index_1990_2022.csv'));
+    await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), {
+      columns: ['AAPL', 'JPM', 'XOM', 'WMT', 'PFE'],
+    });
+    t = await createTestApp(db);
+    account = await createTestAccount(db);
+  });
+  afterAll(async () => {
+    await t.close();
+    await database.drop();
+  });
+
+  const post = (url: string, payload: object) =>
+    t.app.inject({ method: 'POST', url, payload, headers: { authorization: account.bearer } });
+  const stress = (payload: object) => post('/v2/calculations/stress_test', payload);
+  const attribution = (payload: object) => post('/v2/calculations/risk_attribution', payload);
+
+  /** Daily log returns of a stored series up to DATE, newest last. */
+  async function logReturns(symbol: string): Promise<Map<number, number>> {
+    const row = (await db('price_series').where({ symbol }).first('dates', 'values')) as {
+      dates: number[];
+      values: number[];
+    };
+    const out = new Map<number, number>();
+    for (let i = 1; i < row.dates.length; i++) {
+      if (row.dates[i]! <= 19354) out.set(row.dates[i]!, Math.log(row.values[i]! / row.values[i - 1]!));
+    }
+    return out;
+  }
+
+  test('S&P −10%: EV close to the beta-weighted shock; the exact shape of the spec', async () => {
+    const res = await stress({ securities: BOOK, date: DATE, magnitude: -0.1 });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(Object.keys(body)).toEqual(['stress_test']);
+    const st = body.stress_test;
+    expect(Object.keys(st).sort()).toEqual(
+      [
+        'dynamic_range',
+        'extrapolated',
+        'implied_horizon',
+        'implied_magnitudes',
+        'magnitude',
+        'out_of_range',
+        'results',
+        'unmapped_tickers',
+      ].sort(),
+    );
+    expect(st).toMatchObject({ magnitude: -0.1, unmapped_tickers: [], implied_horizon: 5 });
+    expect(st.implied_magnitudes).toHaveLength(1);
+    // The projection is the shocked index itself: its implied move is the shock.
+    expect(st.implied_magnitudes[0]).toBeCloseTo(-0.1, 6);
+    expect(st.dynamic_range).toHaveLength(2);
+    expect(st.dynamic_range[0]).toBeLessThan(0);
+    expect(st.dynamic_range[1]).toBeGreaterThan(0);
+    expect(st.results.map((r: { id: string }) => r.id)).toEqual(['p1', 'p2', 'p3', 'p4']);
+    for (const r of st.results) {
+      expect(Object.keys(r).sort()).toEqual(['cvar_neg', 'cvar_pos', 'ev', 'id']);
+      for (const key of ['ev', 'cvar_neg', 'cvar_pos'] as const) {
+        expect(r[key].map((v: { projection: string }) => v.projection)).toEqual(['IND:SPX', 'residual']);
+      }
+    }
+
+    // Expected: Σ w_i β_i × shock, with plain (unweighted) 5-year OLS betas of daily log returns. The
+    // service's betas are EWMA-weighted and its P&L is not linear, so the bound is loose (±35%).
+    const spx = await logReturns('IND:SPX');
+    const last = await db('price_series')
+      .whereIn('symbol', ['AAPL', 'JPM', 'XOM', 'WMT'])
+      .select('symbol', 'dates', 'values');
+    let expected = 0;
+    let nlv = 0;
+    const exposures: Array<[string, number]> = [];
+    for (const p of BOOK) {
+      const row = last.find((r: { symbol: string }) => r.symbol === p.symbol) as {
+        dates: number[];
+        values: number[];
+      };
+      const i = row.dates.findLastIndex((d) => d <= 19354);
+      exposures.push([p.symbol, p.quantity * row.values[i]!]);
+      nlv += p.quantity * row.values[i]!;
+    }
+    for (const [symbol, exposure] of exposures) {
+      const own = await logReturns(symbol);
+      const pairs = [...own].filter(([d]) => spx.has(d)).slice(-1260);
+      const xs = pairs.map(([d]) => spx.get(d)!);
+      const ys = pairs.map(([, r]) => r);
+      const mx = xs.reduce((a, b) => a + b) / xs.length;
+      const my = ys.reduce((a, b) => a + b) / ys.length;
+      let sxy = 0;
+      let sxx = 0;
+      xs.forEach((x, k) => {
+        sxy += (x - mx) * (ys[k]! - my);
+        sxx += (x - mx) ** 2;
+      });
+      expected += (exposure / nlv) * (sxy / sxx) * -0.1;
+    }
+    const ev = st.results.reduce((s: number, r: { ev: Values }) => s + total(r.ev), 0);
+    expect(expected).toBeLessThan(-0.05);
+    expect(ev).toBeLessThan(expected * 0.65);
+    expect(ev).toBeGreaterThan(expected * 1.35);
+    // The tails straddle the expectation.
+    const cvarNeg = st.results.reduce((s: number, r: { cvar_neg: Values }) => s + total(r.cvar_neg), 0);
+    const cvarPos = st.results.reduce((s: number, r: { cvar_pos: Values }) => s + total(r.cvar_pos), 0);
+    expect(cvarNeg).toBeLessThan(ev);
+    expect(cvarPos).toBeGreaterThan(ev);
+  });
+
+  test('unknown symbols land in unmapped_tickers and out of results', async () => {
+    const res = await stress({
+      securities: [...BOOK.slice(0, 2), { id: 'x', symbol: 'NOPE', quantity: 10, market_price: 5 }],
+      date: DATE,
+      magnitude: -0.1,
+      confidence: '99%',
+    });
+    expect(res.statusCode).toBe(200);
+    const st = res.json().stress_test;
+    expect(st.unmapped_tickers).toEqual(['NOPE']);
+    expect(st.results.map((r: { id: string }) => r.id)).toEqual(['p1', 'p2']);
+  });
+
+  test('horizon null: the smallest horizon that holds the magnitude, so it is not extrapolated', async () => {
+    const res = await stress({ securities: BOOK.slice(0, 1), date: DATE, magnitude: -0.25, horizon: null });
+    expect(res.statusCode).toBe(200);
+    const st = res.json().stress_test;
+    expect(st.implied_horizon).toBeGreaterThan(5);
+    expect(st.extrapolated).toBe(false);
+    expect(st.dynamic_range[0]).toBeLessThanOrEqual(-0.25);
+  });
+
+  test('portfolio_id: the stored book, date and nlv give the very numbers of the same body', async () => {
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/v2/portfolios',
+      headers: { authorization: account.bearer },
+      payload: { name: 'Stress book', date: DATE, securities: BOOK, workspace: 'desk' },
+    });
+    expect(created.statusCode).toBe(200);
+    const id = created.json().portfolio.id;
+    const viaPortfolio = await stress({ portfolio_id: id, workspace: 'desk', magnitude: -0.1 });
+    expect(viaPortfolio.statusCode).toBe(200);
+    const viaBody = await stress({ securities: BOOK, date: DATE, magnitude: -0.1 });
+    expect(viaPortfolio.json()).toEqual(viaBody.json());
+    // The workspace may come as a query parameter too; in another workspace it is not found.
+    const viaQuery = await post('/v2/calculations/risk_attribution?workspace=desk', { portfolio_id: id });
+    expect(viaQuery.statusCode).toBe(200);
+    const missing = await stress({ portfolio_id: id, magnitude: -0.1 });
+    expect(missing.statusCode).toBe(404);
+
+    const audit = await db('audit_logs')
+      .where({ account_id: account.accountId, entity_type: 'Calculation' })
+      .orderBy('created_at')
+      .select('operation', 'status', 'entity_id', 'entity_name', 'activity', 'workspace');
+    expect(audit).toEqual(
+      expect.arrayContaining([
+        {
+          operation: 'EXECUTE',
+          status: 'SUCCESS',
+          entity_id: id,
+          entity_name: 'Stress book',
+          activity: 'Ran stress test on portfolio Stress book',
+          workspace: 'desk',
+        },
+        {
+          operation: 'EXECUTE',
+          status: 'SUCCESS',
+          entity_id: null,
+          entity_name: 'stress_test',
+          activity: 'Ran stress test on 4 securities',
+          workspace: null,
+        },
+        expect.objectContaining({ operation: 'EXECUTE', status: 'ERROR', entity_id: null }),
+      ]),
+    );
+  });
+
+  test('no look-ahead: rewriting every price after the date changes nothing', async () => {
+    const request = { securities: BOOK.slice(0, 2), date: '20191231', magnitude: -0.05 };
+    const before = (await stress(request)).json();
+    const row = (await db('price_series').where({ symbol: 'AAPL' }).first('dates', 'values')) as {
+      dates: number[];
+      values: number[];
+    };
+    const cut = 18261; // 2019-12-31
+    const scrambled = row.values.map((v, i) => (row.dates[i]! > cut ? v * (1 + (i % 7) / 10) : v));
+    await db('price_series').where({ symbol: 'AAPL' }).update({ values: scrambled });
+    try {
+      expect((await stress(request)).json()).toEqual(before);
+    } finally {
+      await db('price_series').where({ symbol: 'AAPL' }).update({ values: row.values });
+    }
+  });
+
+  test.each(['vol', 'var', 'cvar'])(
+    'risk attribution %s: shape and a sum of the right sign',
+    async (measure) => {
+      const res = await attribution({ securities: BOOK, date: DATE, risk_measure: measure });
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      expect(Object.keys(body)).toEqual(['risk_attribution']);
+      expect(Object.keys(body.risk_attribution).sort()).toEqual(['results', 'unmapped_tickers']);
+      const { results } = body.risk_attribution;
+      expect(results.map((r: { id: string }) => r.id)).toEqual(['p1', 'p2', 'p3', 'p4']);
+      for (const r of results) {
+        expect(Object.keys(r).sort()).toEqual(['id', 'mctr']);
+        expect(r.mctr.map((v: { projection: string }) => v.projection)).toEqual(['IND:SPX', 'residual']);
+      }
+      const sum = results.reduce((s: number, r: { mctr: Values }) => s + total(r.mctr), 0);
+      // An annualised vol of a diversified long book in 2022 is 15–60%; VaR and CVaR are losses.
+      if (measure === 'vol') {
+        expect(sum).toBeGreaterThan(0.15);
+        expect(sum).toBeLessThan(0.6);
+      } else {
+        expect(sum).toBeLessThan(0);
+        expect(sum).toBeGreaterThan(-0.3);
+      }
+    },
+  );
+
+  test('cvar is a deeper loss than var at the same confidence', async () => {
+    const sumOf = async (risk_measure: string) => {
+      const { results } = (
+        await attribution({ securities: BOOK, date: DATE, risk_measure, confidence: '95%' })
+      ).json().risk_attribution;
+      return results.reduce((s: number, r: { mctr: Values }) => s + total(r.mctr), 0);
+    };
+    expect(await sumOf('cvar')).toBeLessThan(await sumOf('var'));
+  });
+
+  const securities = BOOK.slice(0, 1);
+  const base = { securities, date: DATE, magnitude: -0.1 };
+  test.each<[string, object, string]>([
+    ['magnitude missing', { securities }, 'magnitude is required (a decimal shock, -0.10 for -10%).'],
+    [
+      'magnitude not a number',
+      { ...base, magnitude: '-0.1' },
+      'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
+    ],
+    [
+      'magnitude -100%',
+      { ...base, magnitude: -1 },
+      'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
+    ],
+    ['securities missing', { magnitude: -0.1 }, 'securities is required unless portfolio_id is given.'],
+    [
+      'securities not an array',
+      { ...base, securities: {} },
+      'securities must be an array of security objects.',
+    ],
+    [
+      'security without quantity',
+      { ...base, securities: [{ id: 'a', symbol: 'AAPL' }] },
+      'securities[0].quantity is required (a number).',
+    ],
+    ['date malformed', { ...base, date: '2022-12-28' }, 'date must be a date in the format YYYYMMDD.'],
+    ['date impossible', { ...base, date: '20220230' }, 'date must be a date in the format YYYYMMDD.'],
+    [
+      'base_currency malformed',
+      { ...base, base_currency: 'usd' },
+      'base_currency must be a 3-letter ISO 4217 currency code.',
+    ],
+    ['nlv not a number', { ...base, nlv: 'lots' }, 'nlv must be a number.'],
+    ['horizon 10', { ...base, horizon: 10 }, 'horizon must be one of 1, 5, 20, 60, null.'],
+    ['sampling 2', { ...base, sampling: 2 }, 'sampling must be one of 1, 5.'],
+    ['projection empty', { ...base, projection: [] }, 'projection must be a non-empty array of symbols.'],
+    [
+      'projection not symbols',
+      { ...base, projection: 'IND:SPX' },
+      'projection must be a non-empty array of symbols.',
+    ],
+    [
+      'projection over 15',
+      { ...base, projection: Array.from({ length: 16 }, (_, i) => `S${i}`) },
+      'projection holds at most 15 symbols, got 16.',
+    ],
+    ['projection twice', { ...base, projection: ['IND:SPX', 'IND:SPX'] }, 'projection holds a symbol twice.'],
+    [
+      'volatility_half_life 3',
+      { ...base, volatility_half_life: 3 },
+      'volatility_half_life must be one of 0, 2, 6, 12, 24, 48.',
+    ],
+    [
+      'correlation_half_life 36',
+      { ...base, correlation_half_life: 36 },
+      'correlation_half_life must be one of 0, 2, 6, 12, 24, 48.',
+    ],
+    ['shock empty', { ...base, shock: '' }, 'shock must be a symbol.'],
+    [
+      'confidence 80%',
+      { ...base, confidence: '80%' },
+      'confidence must be one of "1sigma", "2sigma", "3sigma", "85%", "90%", "95%", "97%", "99%".',
+    ],
+    [
+      'aggregation unknown',
+      { ...base, aggregation: 'planet' },
+      expect.stringMatching(/^aggregation must be one of "custom", "position", /) as unknown as string,
+    ],
+    [
+      'portfolio_id not a string',
+      { ...base, portfolio_id: 7 },
+      'portfolio_id must be a portfolio id (a string).',
+    ],
+    ['shock unknown (from calc/)', { ...base, shock: 'NOPE' }, 'shock: unknown symbol NOPE.'],
+    [
+      'projection without data (from calc/)',
+      { ...base, projection: ['NOPE'] },
+      'projection: no price series for NOPE.',
+    ],
+    [
+      'too many securities without nlv',
+      {
+        ...base,
+        securities: Array.from({ length: 251 }, (_, i) => ({ id: `s${i}`, symbol: 'AAPL', quantity: 1 })),
+      },
+      'At most 250 securities are allowed without nlv (up to 3000 with nlv), got 251.',
+    ],
+    [
+      'too many securities with nlv',
+      {
+        ...base,
+        nlv: 1e6,
+        securities: Array.from({ length: 3001 }, (_, i) => ({ id: `s${i}`, symbol: 'AAPL', quantity: 1 })),
+      },
+      'At most 3000 securities are allowed, got 3001.',
+    ],
+  ])('stress test, %s → 400 naming the parameter', async (_case, payload, message) => {
+    const res = await stress(payload);
+    expect(res.json()).toEqual({ code: 400, message });
+    expect(res.statusCode).toBe(400);
+  });
+
+  test.each<[string, object, string]>([
+    ['horizon null', { horizon: null }, 'horizon must be one of 1, 5, 20, 60.'],
+    ['risk_measure es', { risk_measure: 'es' }, 'risk_measure must be one of "vol", "var", "cvar".'],
+    [
+      'confidence 50%',
+      { risk_measure: 'var', confidence: '50%' },
+      'confidence must be one of "1sigma", "2sigma", "3sigma", "85%", "90%", "95%", "97%", "99%".',
+    ],
+  ])('risk attribution, %s → 400', async (_case, extra, message) => {
+    const res = await attribution({ securities, date: DATE, ...extra });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ code: 400, message });
+  });
+
+  test.each<[string, object, string]>([
+    ['filter', { filter: "exposure('long')" }, 'filter: a filter expression is not supported yet.'],
+    [
+      'aggregation sector',
+      { aggregation: 'sector' },
+      'aggregation: aggregation by sector is not supported yet.',
+    ],
+    [
+      'base_currency EUR',
+      { base_currency: 'EUR' },
+      'base_currency: base currency EUR (FX conversion) is not supported yet.',
+    ],
+    [
+      'a foreign position',
+      { securities: [{ id: 'a', symbol: 'AAPL', quantity: 1, currency: 'EUR' }] },
+      'securities[0].currency: a EUR position in a USD portfolio (FX) is not supported yet.',
+    ],
+    ['forecasts', { forecasts: [] }, 'forecasts: forecasts is not supported yet.'],
+    [
+      'volatility_surface',
+      { volatility_surface: [] },
+      'volatility_surface: volatility_surface is not supported yet.',
+    ],
+  ])('%s → 400 not supported yet, on both endpoints', async (_case, extra, message) => {
+    for (const call of [stress, attribution]) {
+      const res = await call({ ...base, ...extra });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ code: 400, message });
+    }
+  });
+
+  test('defaults written out give the same numbers as left out', async () => {
+    const explicit = await attribution({
+      securities: BOOK.slice(0, 2),
+      date: DATE,
+      base_currency: 'USD',
+      nlv: null,
+      horizon: 5,
+      sampling: 1,
+      aggregation: 'position',
+      projection: ['IND:SPX'],
+      volatility_half_life: 2,
+      correlation_half_life: 6,
+      filter: null,
+      risk_measure: 'vol',
+    });
+    const implicit = await attribution({ securities: BOOK.slice(0, 2), date: DATE });
+    expect(explicit.statusCode).toBe(200);
+    expect(explicit.json()).toEqual(implicit.json());
+  });
+});
