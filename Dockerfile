@@ -27,6 +27,7 @@ COPY api api
 COPY engine engine
 COPY workers workers
 COPY plugins plugins
+COPY calc calc
 COPY migrations migrations
 
 USER node

@@ -45,7 +45,8 @@ test('a workflow stored before the move reads back the same, and still runs', as
       updated_at: created,
     });
 
-    expect(await migrateLatest(db)).toEqual(['20261122020000_workflows']);
+    // The move is the next migration applied; later ones may follow it.
+    expect((await migrateLatest(db))[0]).toBe('20261122020000_workflows');
     expect(await db.schema.hasTable('workflows')).toBe(false);
     const workflow = await findWorkflow(db, accountId, id, 'desk');
     expect(workflowView(workflow)).toEqual({
