@@ -1,3 +1,4 @@
+import { runCalcBench } from './calc.bench';
 import { runFileUploadBench } from './file-upload.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
 
@@ -5,6 +6,7 @@ import { runHttpPipelineBench } from './http-pipeline.bench';
 async function main(): Promise<void> {
   await runHttpPipelineBench();
   await runFileUploadBench();
+  await runCalcBench();
 }
 
 main().catch((error: unknown) => {

@@ -48,3 +48,11 @@ export {
   type RiskAttributionResult,
   type RiskMeasure,
 } from './risk-attribution';
+export type { BackendName, SimulationBackend } from './backends/backend';
+export {
+  chooseBackend,
+  createBackend,
+  probeScenario,
+  type BackendPreferences,
+  type ProbeResult,
+} from './backends/choose';

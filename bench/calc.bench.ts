@@ -1,0 +1,183 @@
+/**
+ * Calculation benchmark (issue 5): the stress test and the risk attribution (cvar) on every
+ * simulation backend beside the reference, in the same run, for (M) 250 securities × 1 projection ×
+ * 100,000 paths and (L) 3000 × 15 × 100,000 on a synthetic market. Each figure times
+ * `finish(await backend.simulate(...))`; the estimation (`prepare*`) is the same for every backend
+ * and is timed once. Peak RSS growth is sampled from a helper thread, since the reference and typed
+ * backends block the main thread for the whole run.
+ *
+ * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
+ * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run.
+ */
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import type { BackendName, SimulationBackend } from '../calc/backends/backend';
+import { chooseBackend, createBackend } from '../calc/backends/choose';
+import type { CalcSecurity } from '../calc/portfolio-model';
+import { prepareRiskAttribution } from '../calc/risk-attribution';
+import type { Scenario, SimulationOptions, SimulationResult } from '../calc/simulation';
+import { prepareStressTest } from '../calc/stress-test';
+import { syntheticMarket } from '../test/calc/support/synthetic-market';
+
+const MiB = 1024 * 1024;
+const PATHS = 100_000;
+
+interface Size {
+  readonly label: string;
+  readonly securities: number;
+  readonly projections: number;
+}
+const SIZES: Size[] = [
+  { label: 'M', securities: 250, projections: 1 },
+  { label: 'L', securities: 3000, projections: 15 },
+];
+
+interface Prepared {
+  readonly name: string;
+  readonly scenario: Scenario;
+  readonly simulation: SimulationOptions;
+  readonly finish: (result: SimulationResult) => unknown;
+}
+
+/** A synthetic market and a long/short book of `securities` stocks on `projections` factors. */
+function prepare(size: Size): { calcs: Prepared[]; seconds: number } {
+  const factors = Array.from({ length: size.projections }, (_, j) => ({
+    symbol: `IND:F${j}`,
+    vol: 0.008 + 0.0005 * j,
+  }));
+  const stocks = Array.from({ length: size.securities }, (_, i) => ({
+    symbol: `S${i}`,
+    beta: factors.map((_, j) => (j === 0 ? 0.6 + ((i * 7) % 11) / 10 : (((i + j) * 13) % 9) / 20 - 0.2)),
+    residualVol: 0.01 + ((i * 3) % 7) / 1000,
+  }));
+  const market = syntheticMarket({
+    days: 700,
+    factors,
+    correlation: 0.3,
+    stocks,
+    turbulence: [{ from: 300, to: 360, multiplier: 2.5 }],
+  });
+  const securities: CalcSecurity[] = stocks.map((s, i) => ({
+    id: `p${i}`,
+    symbol: s.symbol,
+    quantity: (i % 10 === 0 ? -1 : 1) * (10 + (i % 50)),
+  }));
+  const projection = factors.map((f) => f.symbol);
+  const started = performance.now();
+  const stress = prepareStressTest(
+    { securities, date: market.lastDate, projection, shock: 'IND:F0', magnitude: -0.1, horizon: 20 },
+    market.source,
+    { paths: PATHS },
+  );
+  const risk = prepareRiskAttribution(
+    { securities, date: market.lastDate, projection, risk_measure: 'cvar', confidence: '95%' },
+    market.source,
+    { paths: PATHS },
+  );
+  if (risk.kind !== 'simulation') throw new Error('cvar risk attribution must simulate');
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    calcs: [
+      { name: 'stress_test', ...stress },
+      { name: 'risk_attribution cvar', ...risk },
+    ],
+    seconds,
+  };
+}
+
+/** Samples process RSS every 5 ms from a helper thread into a shared slot (MiB). */
+function rssSampler(): { reset: () => number; peak: () => number; stop: () => Promise<number> } {
+  const shared = new Float64Array(new SharedArrayBuffer(16));
+  const worker = new Worker(
+    `const { workerData } = require('node:worker_threads');
+     const slot = new Float64Array(workerData);
+     setInterval(() => { const rss = process.memoryUsage.rss(); if (rss > slot[0]) slot[0] = rss; }, 5);`,
+    { eval: true, workerData: shared.buffer },
+  );
+  worker.unref();
+  return {
+    /** Starts a new window; returns the RSS now. */
+    reset: () => {
+      const now = process.memoryUsage.rss();
+      shared[0] = now;
+      return now;
+    },
+    peak: () => Math.max(shared[0]!, process.memoryUsage.rss()),
+    stop: () => worker.terminate(),
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export async function runCalcBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const quick = argv.includes('--quick');
+  const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+  const sizes = SIZES.filter((s) => (flag('size') ?? s.label) === s.label);
+  const only = flag('backends')?.split(',');
+  const threads = os.availableParallelism();
+  console.log(
+    `\nCalculation benchmark: ${PATHS} paths, ${threads} cores, load average ${os.loadavg()[0]!.toFixed(2)}`,
+  );
+  const probe = await chooseBackend({ threads, clock: () => performance.now() });
+  const timings = Object.entries(probe.timings)
+    .map(([name, t]) => `${name} ${typeof t === 'number' ? `${t.toFixed(1)} ms` : t}`)
+    .join(', ');
+  console.log(
+    `Start-up probe chose: ${probe.backend.name} (${probe.backend.detail}); probe times: ${timings}`,
+  );
+  await probe.backend.close();
+
+  const names: BackendName[] = ['reference', 'typed', 'threads', 'gpujs'];
+  const backends: SimulationBackend[] = [];
+  for (const name of names.filter((n) => only?.includes(n) ?? true))
+    backends.push(await createBackend(name, { threads }));
+  const sampler = rssSampler();
+  console.log(
+    '| size | calculation | backend | runs | p50 ms | p99 ms | peak RSS growth MiB | p50 vs reference |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
+  try {
+    for (const size of sizes) {
+      const { calcs, seconds } = prepare(size);
+      console.log(
+        `| ${size.label} | (estimation, once: ${seconds.toFixed(2)} s for ${size.securities} × ${size.projections}) | | | | | | |`,
+      );
+      for (const calc of calcs) {
+        let referenceP50: number | null = null;
+        for (const backend of backends) {
+          const reference = backend.name === 'reference';
+          if (reference && quick && size.label === 'L') continue;
+          // An L run takes about a minute: the reference and gpujs once, the others 3 times without a
+          // warm-up. M: 5 runs after a warm-up.
+          const large = size.label === 'L';
+          const runs = quick || (large && (reference || backend.name === 'gpujs')) ? 1 : large ? 3 : 5;
+          if (runs > 1 && !large) await backend.simulate(calc.scenario, calc.simulation);
+          const times: number[] = [];
+          let growth = 0;
+          for (let run = 0; run < runs; run++) {
+            const before = sampler.reset();
+            const started = performance.now();
+            calc.finish(await backend.simulate(calc.scenario, calc.simulation));
+            times.push(performance.now() - started);
+            growth = Math.max(growth, sampler.peak() - before);
+          }
+          times.sort((a, b) => a - b);
+          const p50 = percentile(times, 50);
+          if (reference) referenceP50 = p50;
+          const ratio =
+            referenceP50 === null ? 'n/a' : reference ? 'baseline' : `${(referenceP50 / p50).toFixed(2)}×`;
+          console.log(
+            `| ${size.label} | ${calc.name} | ${backend.name} (${backend.detail}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | ${(growth / MiB).toFixed(0)} | ${ratio} |`,
+          );
+        }
+      }
+    }
+  } finally {
+    await sampler.stop();
+    for (const backend of backends) await backend.close();
+  }
+  console.log('Targets on 2 cores: M p50 ≤ 150 ms, L p50 ≤ 2 s, L peak RSS growth ≤ 1 GB.');
+}

@@ -1,0 +1,104 @@
+/**
+ * Backend construction and the start-up probe. calc/ reads no environment and no clock of its own:
+ * the caller passes the thread count, the candidates it allows and a clock (e.g. performance.now).
+ */
+import { seedFromNumber } from '../random';
+import type { Scenario } from '../simulation';
+import type { BackendName, SimulationBackend } from './backend';
+import { referenceBackend } from './reference';
+import { threadsBackend } from './threads';
+import { typedBackend } from './typed';
+
+export interface BackendPreferences {
+  /** Backends to consider, in order of preference on a tie. Default: typed, threads, gpujs. */
+  readonly candidates?: readonly BackendName[];
+  /** Worker count for `threads` (e.g. os.availableParallelism()); below 2 `threads` is skipped. */
+  readonly threads: number;
+  /** Milliseconds, monotonic; only differences are used. */
+  readonly clock: () => number;
+}
+
+export async function createBackend(
+  name: BackendName,
+  preferences: { threads: number },
+): Promise<SimulationBackend> {
+  switch (name) {
+    case 'reference':
+      return referenceBackend();
+    case 'typed':
+      return typedBackend();
+    case 'threads':
+      return threadsBackend({ threads: preferences.threads });
+    case 'gpujs': {
+      // Loaded on demand: gpu.js probes its webgpu/webasm/cpu modes when it loads.
+      const { gpujsBackend } = await import('./gpujs');
+      return gpujsBackend();
+    }
+  }
+}
+
+/** The probe's fixed case: 200 securities × 2 projections × 8192 paths, one distress regime. */
+export function probeScenario(): Scenario {
+  const k = 2;
+  const drivers = 200;
+  const root = (scale: number) => Float64Array.from([0.02 * scale, 0, 0.01 * scale, 0.015 * scale]);
+  return {
+    k,
+    regimes: [
+      { probability: 0.1, mean: new Float64Array(k), root: root(2) },
+      { probability: 0.9, mean: new Float64Array(k), root: root(1) },
+    ],
+    beta: new Float64Array(drivers * k).map((_, i) => 0.5 + (i % 5) * 0.2),
+    residualSd: new Float64Array(drivers).fill(0.02),
+    exposure: new Float64Array(drivers).map((_, d) => 1000 + 10 * d),
+    pinned: null,
+  };
+}
+
+export interface ProbeResult {
+  readonly backend: SimulationBackend;
+  /** Best-of-two milliseconds per candidate; a candidate that failed to start has its error instead. */
+  readonly timings: Readonly<Record<string, number | string>>;
+}
+
+/**
+ * Times each candidate on the probe case (one warm-up, best of two) and keeps the fastest; the others
+ * are closed. A candidate that throws (no worker support, gpu.js failing to load) is skipped and
+ * reported. `typed` always works, so there is always a result.
+ */
+export async function chooseBackend(preferences: BackendPreferences): Promise<ProbeResult> {
+  const candidates = preferences.candidates ?? ['typed', 'threads', 'gpujs'];
+  const scenario = probeScenario();
+  const options = { paths: 8192, seed: seedFromNumber(1), tail: 0.05 };
+  const timings: Record<string, number | string> = {};
+  let best: { backend: SimulationBackend; ms: number } | null = null;
+  for (const name of candidates) {
+    if (name === 'threads' && preferences.threads < 2) {
+      timings[name] = 'skipped: fewer than 2 threads';
+      continue;
+    }
+    let backend: SimulationBackend | null = null;
+    try {
+      backend = await createBackend(name, preferences);
+      await backend.simulate(scenario, options);
+      let ms = Infinity;
+      for (let run = 0; run < 2; run++) {
+        const start = preferences.clock();
+        await backend.simulate(scenario, options);
+        ms = Math.min(ms, preferences.clock() - start);
+      }
+      timings[name] = ms;
+      if (best === null || ms < best.ms) {
+        await best?.backend.close();
+        best = { backend, ms };
+      } else {
+        await backend.close();
+      }
+    } catch (error) {
+      await backend?.close().catch(() => undefined);
+      timings[name] = `failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+  if (best === null) return { backend: typedBackend(), timings };
+  return { backend: best.backend, timings };
+}

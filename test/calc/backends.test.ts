@@ -1,0 +1,235 @@
+/**
+ * Simulation backends against the reference `simulate`: `typed` bit for bit; `threads` with the
+ * reference's L, tail sets and portfolio figures bit for bit and component means within f64 rounding
+ * of chunked sums, identical for any thread count; `gpujs` (f32 kernels) within its documented
+ * tolerance. Also: results plug into `finish`, runs are deterministic, memory stays O(paths + D×k).
+ */
+import { chooseBackend, createBackend } from '../../calc/backends/choose';
+import type { SimulationBackend } from '../../calc/backends/backend';
+import { simulateTyped } from '../../calc/backends/typed';
+import { BLOCK_PATHS } from '../../calc/kernels/path-block';
+import { prepareRiskAttribution } from '../../calc/risk-attribution';
+import { seedFromNumber } from '../../calc/random';
+import {
+  type Scenario,
+  type SimulationOptions,
+  type SimulationResult,
+  simulate,
+} from '../../calc/simulation';
+import { prepareStressTest, type StressTestRequest } from '../../calc/stress-test';
+import { fixtureMarket } from './support/fixture-market';
+
+/** A deterministic scenario: k projections, two regimes with non-zero means, optional pinned driver. */
+function scenario(k: number, drivers: number, pinned: boolean): Scenario {
+  const root = (scale: number) =>
+    new Float64Array(k * k).map((_, i) => {
+      const [r, c] = [Math.floor(i / k), i % k];
+      return c > r ? 0 : scale * (r === c ? 0.02 : 0.004 * Math.cos(i));
+    });
+  const mean = (shift: number) => new Float64Array(k).map((_, i) => shift * (1 + 0.1 * i));
+  return {
+    k,
+    regimes: [
+      { probability: 0.15, mean: mean(-0.01), root: root(2.5) },
+      { probability: 0.85, mean: mean(0.002), root: root(1) },
+    ],
+    beta: new Float64Array(drivers * k).map((_, i) => 0.3 + 0.9 * Math.abs(Math.sin(i))),
+    residualSd: new Float64Array(drivers).map((_, d) => 0.01 + 0.002 * (d % 7)),
+    exposure: new Float64Array(drivers).map((_, d) => (d % 9 === 0 ? -1 : 1) * (500 + 37 * d)),
+    pinned: pinned ? { driver: 3, logReturn: -0.08 } : null,
+  };
+}
+
+const SETS = ['ev', 'cvarNeg', 'cvarPos', 'var'] as const;
+const CASES: [string, Scenario, SimulationOptions][] = [
+  ['k = 1, unconditional', scenario(1, 120, false), { paths: 5000, seed: seedFromNumber(11), tail: 0.05 }],
+  [
+    'k = 15, pinned (stress-conditioned), var band',
+    scenario(15, 40, true),
+    { paths: 3000, seed: seedFromNumber(12), tail: 0.1, varBand: true },
+  ],
+  [
+    'k = 1, pinned, paths not a multiple of the block',
+    scenario(1, 30, true),
+    { paths: BLOCK_PATHS * 2 + 77, seed: seedFromNumber(13), tail: 0.01, varBand: true },
+  ],
+  ['k = 15, unconditional', scenario(15, 60, false), { paths: 2500, seed: seedFromNumber(14), tail: 0.05 }],
+];
+
+function expectBitwise(actual: SimulationResult, expected: SimulationResult): void {
+  expect(actual.tailCount).toBe(expected.tailCount);
+  for (const set of SETS) {
+    expect(actual[set]?.count).toBe(expected[set]?.count);
+    expect(actual[set]?.portfolio).toBe(expected[set]?.portfolio);
+    expect(Array.from(actual[set]?.means ?? [])).toEqual(Array.from(expected[set]?.means ?? []));
+  }
+}
+
+/** Largest |a − b| over an array, relative to the array's largest |b| (components can cancel to ~0). */
+function worstRelative(actual: Float64Array, expected: Float64Array): number {
+  let scale = 0;
+  for (const v of expected) scale = Math.max(scale, Math.abs(v));
+  let worst = 0;
+  for (let i = 0; i < expected.length; i++) worst = Math.max(worst, Math.abs(actual[i]! - expected[i]!));
+  return worst / scale;
+}
+
+const references = CASES.map(([, s, o]) => simulate(s, o));
+
+describe('typed reproduces the reference bit for bit', () => {
+  test.each(CASES.map((c, i) => [c[0], i] as const))('%s', (_, i) => {
+    const [, s, o] = CASES[i]!;
+    expectBitwise(simulateTyped(s, o), references[i]!);
+  });
+
+  test('a different seed changes the numbers (the comparison can fail)', () => {
+    const [, s, o] = CASES[0]!;
+    const other = simulateTyped(s, { ...o, seed: seedFromNumber(99) });
+    expect(other.ev.portfolio).not.toBe(references[0]!.ev.portfolio);
+  });
+
+  test('allocations stay O(paths + drivers × (k+1) + block × (k+4)), far below paths × drivers', () => {
+    const [paths, drivers, k] = [3000, 2000, 15];
+    const s = scenario(k, drivers, true);
+    const allocations: { what: string; elements: number }[] = [];
+    simulateTyped(s, {
+      paths,
+      seed: seedFromNumber(3),
+      tail: 0.05,
+      varBand: true,
+      onAllocate: (what, elements) => allocations.push({ what, elements }),
+    });
+    const bound = Math.max(paths, drivers * (k + 1), BLOCK_PATHS * k);
+    for (const { what, elements } of allocations)
+      expect({ what, ok: elements <= bound }).toEqual({ what, ok: true });
+    const total = allocations.reduce((sum, a) => sum + a.elements, 0);
+    expect(total).toBeLessThanOrEqual(4 * drivers * (k + 1) + 5 * paths + BLOCK_PATHS * (k + 5));
+    expect(total).toBeLessThan(paths * drivers);
+  });
+});
+
+describe('threads', () => {
+  const pools = new Map<number, SimulationBackend>();
+  beforeAll(async () => {
+    for (const threads of [1, 2, 3]) pools.set(threads, await createBackend('threads', { threads }));
+  });
+  afterAll(async () => {
+    for (const pool of pools.values()) await pool.close();
+  });
+
+  test.each(CASES.map((c, i) => [c[0], i] as const))(
+    '%s: L, tail sets and portfolio figures exact; components within 1e-12; same bits for 1, 2, 3 threads',
+    async (_, i) => {
+      const [, s, o] = CASES[i]!;
+      const expected = references[i]!;
+      const results = await Promise.all([1, 2, 3].map((n) => pools.get(n)!.simulate(s, o)));
+      for (const result of results.slice(1)) expectBitwise(result, results[0]!);
+      const actual = results[0]!;
+      expect(actual.tailCount).toBe(expected.tailCount);
+      for (const set of SETS) {
+        expect(actual[set]?.portfolio).toBe(expected[set]?.portfolio);
+        expect(actual[set]?.count).toBe(expected[set]?.count);
+        if (expected[set]) expect(worstRelative(actual[set]!.means, expected[set].means)).toBeLessThan(1e-12);
+      }
+      // Running again gives the same bits.
+      expectBitwise(await pools.get(2)!.simulate(s, o), actual);
+    },
+  );
+});
+
+describe('gpujs (f32 kernels)', () => {
+  let gpu: SimulationBackend;
+  beforeAll(async () => {
+    gpu = await createBackend('gpujs', { threads: 1 });
+  });
+  afterAll(async () => {
+    await gpu.close();
+  });
+
+  test('reports the gpu.js mode it probed', () => {
+    expect(gpu.detail).toMatch(/^gpu\.js (webgpu|webasm|cpu),/);
+  });
+
+  test.each(CASES.map((c, i) => [c[0], i] as const))(
+    '%s: within f32 tolerance (portfolio 1e-5, components 1e-4 of the largest)',
+    async (_, i) => {
+      const [, s, o] = CASES[i]!;
+      const expected = references[i]!;
+      const actual = await gpu.simulate(s, o);
+      expect(actual.tailCount).toBe(expected.tailCount);
+      for (const set of SETS) {
+        if (!expected[set]) continue;
+        const { portfolio } = expected[set];
+        expect(Math.abs(actual[set]!.portfolio - portfolio)).toBeLessThan(1e-5 * Math.abs(portfolio));
+        expect(worstRelative(actual[set]!.means, expected[set].means)).toBeLessThan(1e-4);
+      }
+      expectBitwise(await gpu.simulate(s, o), actual);
+    },
+  );
+});
+
+describe('backends plug into finish()', () => {
+  const { source, date, securities } = fixtureMarket();
+  const projection = ['IND:SPX', 'IND:F2'];
+  let backends: SimulationBackend[];
+  beforeAll(async () => {
+    backends = [await createBackend('typed', { threads: 1 }), await createBackend('threads', { threads: 2 })];
+  });
+  afterAll(async () => {
+    for (const backend of backends) await backend.close();
+  });
+
+  test('stress test (held shocked stock, pinned): identical output through finish()', async () => {
+    const request: StressTestRequest = {
+      securities,
+      date,
+      projection,
+      shock: 'BBB',
+      magnitude: -0.15,
+      horizon: 20,
+      confidence: '90%',
+    };
+    const prepared = prepareStressTest(request, source, { paths: 6000 });
+    expect(prepared.scenario.pinned).not.toBeNull();
+    const expected = prepared.finish(simulate(prepared.scenario, prepared.simulation));
+    const typed = prepared.finish(await backends[0]!.simulate(prepared.scenario, prepared.simulation));
+    expect(typed).toEqual(expected);
+    const threads = prepared.finish(await backends[1]!.simulate(prepared.scenario, prepared.simulation));
+    threads.results.forEach((row, r) => {
+      row.cvar_neg.forEach((v, j) => {
+        const ref = expected.results[r]!.cvar_neg[j]!.value;
+        expect(Math.abs(v.value - ref)).toBeLessThanOrEqual(1e-12 * Math.max(1e-6, Math.abs(ref)));
+      });
+    });
+  });
+
+  test('risk attribution cvar: identical output through finish()', async () => {
+    const prepared = prepareRiskAttribution(
+      { securities, date, projection, risk_measure: 'cvar', confidence: '95%' },
+      source,
+      { paths: 6000 },
+    );
+    if (prepared.kind !== 'simulation') throw new Error('cvar must simulate');
+    const expected = prepared.finish(simulate(prepared.scenario, prepared.simulation));
+    expect(prepared.finish(await backends[0]!.simulate(prepared.scenario, prepared.simulation))).toEqual(
+      expected,
+    );
+  });
+});
+
+test('chooseBackend times the candidates and names the one it keeps', async () => {
+  const { backend, timings } = await chooseBackend({
+    candidates: ['typed', 'threads'],
+    threads: 2,
+    clock: () => performance.now(),
+  });
+  try {
+    expect(['typed', 'threads']).toContain(backend.name);
+    expect(typeof timings.typed).toBe('number');
+    expect(typeof timings.threads).toBe('number');
+    const chosen = timings[backend.name] as number;
+    for (const t of Object.values(timings)) if (typeof t === 'number') expect(chosen).toBeLessThanOrEqual(t);
+  } finally {
+    await backend.close();
+  }
+});
