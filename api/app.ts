@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from '../engine/config';
 import type { Database } from '../engine/db/database';
 import { randomAlphanumeric } from '../engine/ids';
+import type { SimulationEngine } from '../engine/calculations/simulation-engine';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
 import errorHandler from './http/error-handler';
@@ -34,6 +35,8 @@ export interface AppDependencies {
   config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy' | 'publicUrl'>;
   db: Database;
   workflows: WorkflowRunner;
+  /** The calculations' simulation backend; the plain reference model when not given (tests). */
+  simulation?: SimulationEngine;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -76,7 +79,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(
     async (v2) => {
-      await v2.register(healthCheckRoutes);
+      await v2.register(healthCheckRoutes, { simulation: deps.simulation ?? null });
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
       await v2.register(portfolioRoutes, { db: deps.db });
@@ -88,7 +91,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(workerTemplateRoutes, { db: deps.db });
       await v2.register(userAppRoutes, { db: deps.db });
       await v2.register(auditLogRoutes, { db: deps.db });
-      await v2.register(calculationRoutes, { db: deps.db });
+      await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
       await v2.register(fileRoutes, {
         db: deps.db,

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import cron from 'node-cron';
 import { loadConfig } from '../engine/config';
+import { describeSimulationEngine, startSimulationEngine } from '../engine/calculations/simulation-engine';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
 import { expireIdleUploads } from '../engine/files/file-uploads';
 import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
@@ -18,11 +19,18 @@ async function main(): Promise<void> {
   await migrateLatest(db);
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace });
+  // Before listening: the probe takes about a second and would otherwise compete with requests.
+  const simulation = await startSimulationEngine(config);
   const app = await buildApp({
     config,
     db,
     workflows: temporalWorkflowRunner(client, config.temporalTaskQueue),
+    simulation,
   });
+  app.log.info(
+    { backend: describeSimulationEngine(simulation) },
+    `api: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,
+  );
 
   // Process-local housekeeping; harmless when several replicas run it.
   const housekeeping = cron.schedule('* * * * *', () => {
@@ -46,6 +54,7 @@ async function main(): Promise<void> {
     await housekeeping.stop();
     await app.close(); // stops accepting, lets in-flight requests finish
     await connection.close();
+    await simulation.backend.close();
     await db.destroy();
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 /**
@@ -29,7 +30,14 @@ export interface Config {
   publicUrl: string;
   /** Trust X-Forwarded-For from a load balancer in front of the api replicas. */
   trustProxy: boolean;
+  /** `auto`: the start-up probe picks the fastest simulation backend; otherwise that backend. */
+  calcBackend: CalcBackendSetting;
+  /** Worker threads of the `threads` backend (and the probe's view of the machine). */
+  calcThreads: number;
 }
+
+export const CALC_BACKEND_SETTINGS = ['auto', 'reference', 'typed', 'threads', 'gpujs'] as const;
+export type CalcBackendSetting = (typeof CALC_BACKEND_SETTINGS)[number];
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -132,6 +140,17 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     default: 'false',
     description: 'Set `true` behind a load balancer so client addresses come from X-Forwarded-For.',
   },
+  {
+    name: 'CALC_BACKEND',
+    default: 'auto',
+    description:
+      'Monte Carlo backend: `auto` (a start-up probe times typed, threads and gpujs and keeps the fastest), or one of reference, typed, threads, gpujs.',
+  },
+  {
+    name: 'CALC_THREADS',
+    default: '(CPU count)',
+    description: 'Worker threads of the `threads` backend (from 1 to 256).',
+  },
 ];
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
@@ -182,7 +201,18 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return value;
 }
 
-export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+export function loadConfig(
+  env: Env = process.env,
+  cwd: string = process.cwd(),
+  cpus: number = availableParallelism(),
+): Config {
+  const calcBackend = text(env, 'CALC_BACKEND', 'auto')!.toLowerCase();
+  if (!(CALC_BACKEND_SETTINGS as readonly string[]).includes(calcBackend)) {
+    throw new ConfigError(
+      'CALC_BACKEND',
+      `must be one of ${CALC_BACKEND_SETTINGS.join(', ')}, got "${calcBackend}"`,
+    );
+  }
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = text(env, 'HOST', '127.0.0.1', /^[A-Za-z0-9.:[\]-]+$/, 'must be a host name or IP address')!;
   const dataDir = path.resolve(cwd, text(env, 'DATA_DIR', './data')!);
@@ -237,6 +267,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       'must be an e-mail address',
     )!,
     trustProxy: boolean(env, 'TRUST_PROXY', false),
+    calcBackend: calcBackend as CalcBackendSetting,
+    calcThreads: integer(env, 'CALC_THREADS', Math.max(1, cpus), 1, 256),
     publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
       /\/+$/,
       '',

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from '../engine/config';
 
 describe('configuration', () => {
   test('defaults work on one machine', () => {
-    const config = loadConfig({}, '/srv/pas');
+    const config = loadConfig({}, '/srv/pas', 2);
     expect(config).toEqual({
       port: 8080,
       host: '127.0.0.1',
@@ -23,6 +23,8 @@ describe('configuration', () => {
       ownerEmail: 'owner@localhost',
       trustProxy: false,
       publicUrl: 'http://127.0.0.1:8080',
+      calcBackend: 'auto',
+      calcThreads: 2,
     });
   });
 
@@ -38,6 +40,8 @@ describe('configuration', () => {
         RATE_LIMIT_PER_MINUTE: '600',
         LOG_LEVEL: 'DEBUG',
         TRUST_PROXY: 'true',
+        CALC_BACKEND: 'Threads',
+        CALC_THREADS: '6',
       },
       '/',
     );
@@ -51,6 +55,8 @@ describe('configuration', () => {
       rateLimitPerMinute: 600,
       logLevel: 'debug',
       trustProxy: true,
+      calcBackend: 'threads',
+      calcThreads: 6,
     });
   });
 
@@ -72,6 +78,12 @@ describe('configuration', () => {
     ['DATABASE_URL', 'not a url', 'DATABASE_URL is not a valid URL'],
     ['TEMPORAL_ADDRESS', 'http://temporal', 'TEMPORAL_ADDRESS must be host:port, got "http://temporal"'],
     ['TRUST_PROXY', 'yes', 'TRUST_PROXY must be true or false, got "yes"'],
+    [
+      'CALC_BACKEND',
+      'cuda',
+      'CALC_BACKEND must be one of auto, reference, typed, threads, gpujs, got "cuda"',
+    ],
+    ['CALC_THREADS', '0', 'CALC_THREADS must be between 1 and 256, got 0'],
     ['MAX_PAYLOAD_BYTES', '12', 'MAX_PAYLOAD_BYTES must be between 1024 and 1073741824, got 12'],
   ])('%s=%s stops start-up naming the variable', (name, value, detail) => {
     let caught: unknown;

@@ -9,6 +9,7 @@ import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
+import type { SimulationBackend } from '../../calc';
 import type { Database } from '../../engine/db/database';
 import { SECURITIES_MAX, SECURITIES_MAX_WITH_NLV } from '../../engine/portfolios/security-positions';
 import { errorResponses } from '../schemas/common';
@@ -95,7 +96,14 @@ const tags = ['Calculations'];
 // Failed runs are audited as EXECUTE on a Calculation, like the successful ones.
 const config = { auditEntity: CALCULATION_ENTITY, auditOperation: 'EXECUTE' } as const;
 
-const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+/**
+ * `backend` is the process's simulation backend (chosen at start, see engine/calculations/
+ * simulation-engine.ts); `threads` keeps the event loop free while paths are simulated.
+ */
+const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: SimulationBackend }> = async (
+  app,
+  { db, backend },
+) => {
   app.addSchema(StressTest);
   app.addSchema(RiskAttribution);
 
@@ -115,7 +123,14 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (ap
       },
     },
     async (request) => ({
-      stress_test: await runStressTestCalculation(db, request.actor, request.body, request.query.workspace),
+      stress_test: await runStressTestCalculation(
+        db,
+        request.actor,
+        request.body,
+        request.query.workspace,
+        {},
+        backend,
+      ),
     }),
   );
 
@@ -140,6 +155,8 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (ap
         request.actor,
         request.body,
         request.query.workspace,
+        {},
+        backend,
       ),
     }),
   );

@@ -1,15 +1,17 @@
 import {
   CalcInputError,
   CONFIDENCE_TAILS,
-  runRiskAttribution,
-  runStressTest,
+  prepareRiskAttribution,
+  prepareStressTest,
   type CalcOptions,
   type CalcSecurity,
   type Confidence,
   type RiskAttributionResult,
   type RiskMeasure,
+  type SimulationBackend,
   type StressTestResult,
 } from '../../calc';
+import { referenceBackend } from '../../calc/backends/reference';
 import { type Actor, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
 import { findEntity } from '../entities/entity-store';
@@ -286,6 +288,13 @@ function symbolsOf(checked: CheckedRequest, kind: CalculationKind): string[] {
   return symbols;
 }
 
+/**
+ * The simulation a caller does not choose: the plain reference model on the event loop. The API and
+ * worker processes pass the backend their start-up probe chose (calc/backends/choose.ts); every
+ * backend gives the same numbers for the same request (test/calc/backends.test.ts).
+ */
+const REFERENCE: SimulationBackend = referenceBackend();
+
 /** POST /calculations/stress_test: checks, loads the market up to `date`, runs, audits (EXECUTE). */
 export async function runStressTestCalculation(
   db: Database,
@@ -293,6 +302,7 @@ export async function runStressTestCalculation(
   body: CalculationBody,
   workspace: unknown,
   options: CalcOptions = {},
+  backend: SimulationBackend = REFERENCE,
 ): Promise<StressTestResult> {
   const checked = await checkCalculationRequest(
     db,
@@ -307,8 +317,8 @@ export async function runStressTestCalculation(
     symbolsOf(checked, 'stress_test'),
     checked.common.date,
   );
-  const result = asInvalidInput(() =>
-    runStressTest(
+  const prepared = asInvalidInput(() =>
+    prepareStressTest(
       {
         ...checked.common,
         horizon: checked.horizon,
@@ -320,6 +330,7 @@ export async function runStressTestCalculation(
       options,
     ),
   );
+  const result = prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation));
   await audit(db, actor, 'stress_test', checked);
   return result;
 }
@@ -331,6 +342,7 @@ export async function runRiskAttributionCalculation(
   body: CalculationBody,
   workspace: unknown,
   options: CalcOptions = {},
+  backend: SimulationBackend = REFERENCE,
 ): Promise<RiskAttributionResult> {
   const checked = await checkCalculationRequest(
     db,
@@ -345,8 +357,8 @@ export async function runRiskAttributionCalculation(
     symbolsOf(checked, 'risk_attribution'),
     checked.common.date,
   );
-  const result = asInvalidInput(() =>
-    runRiskAttribution(
+  const prepared = asInvalidInput(() =>
+    prepareRiskAttribution(
       {
         ...checked.common,
         horizon: checked.horizon ?? 5,
@@ -357,6 +369,10 @@ export async function runRiskAttributionCalculation(
       options,
     ),
   );
+  const result =
+    prepared.kind === 'analytic'
+      ? prepared.result
+      : prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation));
   await audit(db, actor, 'risk_attribution', checked);
   return result;
 }

@@ -194,6 +194,12 @@ describe('authentication', () => {
   test('health_check needs no credentials', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/v2/health_check' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ api_status: 'OK', version: 'v2', name: 'Portfolio Analytics Service' });
+    expect(res.json()).toMatchObject({
+      api_status: 'OK',
+      version: 'v2',
+      name: 'Portfolio Analytics Service',
+    });
+    // The test app passes no backend: calculations run on the plain reference model.
+    expect(res.json().calculation_backend).toMatchObject({ name: 'reference', chosen_by: 'configured' });
   });
 });

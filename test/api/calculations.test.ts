@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { startSimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/db/database';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
@@ -398,6 +399,60 @@ describe('calculations', () => {
       const res = await call({ ...base, ...extra });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toEqual({ code: 400, message });
+    }
+  });
+
+  test('the service backends answer the reference model’s numbers: typed bit for bit, threads to 1e-12', async () => {
+    const bodies: Array<[string, object]> = [
+      ['/v2/calculations/stress_test', { securities: BOOK, date: DATE, magnitude: -0.1 }],
+      ['/v2/calculations/risk_attribution', { securities: BOOK, date: DATE, risk_measure: 'cvar' }],
+      ['/v2/calculations/risk_attribution', { securities: BOOK, date: DATE, risk_measure: 'var' }],
+    ];
+    const reference = await Promise.all(bodies.map(async ([url, body]) => (await post(url, body)).json()));
+    /** Same shape and strings; numbers within `relative` of each other (0: identical). */
+    const near = (actual: unknown, expected: unknown, relative: number, where = '$'): void => {
+      if (typeof expected === 'number') {
+        expect(typeof actual).toBe('number');
+        const scale = Math.max(Math.abs(expected), 1e-12);
+        if (Math.abs((actual as number) - expected) > relative * scale) {
+          throw new Error(`${where}: ${String(actual)} differs from ${expected}`);
+        }
+      } else if (expected !== null && typeof expected === 'object') {
+        expect(Object.keys(actual as object)).toEqual(Object.keys(expected));
+        for (const [key, value] of Object.entries(expected)) {
+          near((actual as Record<string, unknown>)[key], value, relative, `${where}.${key}`);
+        }
+      } else {
+        expect(actual).toEqual(expected);
+      }
+    };
+    for (const [setting, relative] of [
+      ['typed', 0],
+      ['threads', 1e-12],
+    ] as const) {
+      const simulation = await startSimulationEngine({ calcBackend: setting, calcThreads: 2 });
+      const other = await createTestApp(db, { simulation });
+      try {
+        const health = await other.app.inject({ method: 'GET', url: '/v2/health_check' });
+        expect(health.json().calculation_backend).toMatchObject({ name: setting, chosen_by: 'configured' });
+        for (const [i, [url, body]] of bodies.entries()) {
+          const run = () =>
+            other.app.inject({
+              method: 'POST',
+              url,
+              payload: body,
+              headers: { authorization: account.bearer },
+            });
+          const first = await run();
+          expect(first.statusCode).toBe(200);
+          near(first.json(), reference[i], relative);
+          // Same request, same backend: the very same numbers again.
+          expect((await run()).json()).toEqual(first.json());
+        }
+      } finally {
+        await other.close();
+        await simulation.backend.close();
+      }
     }
   });
 

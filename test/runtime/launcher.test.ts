@@ -118,10 +118,12 @@ describe('launcher', () => {
     expect(token).toBeDefined();
 
     const health = await fetch(`${baseUrl}/health_check`);
-    expect(await health.json()).toEqual({
+    expect(await health.json()).toMatchObject({
       api_status: 'OK',
       version: 'v2',
       name: 'Portfolio Analytics Service',
+      // CALC_BACKEND defaults to auto: the start-up probe picked one of its candidates.
+      calculation_backend: { chosen_by: 'probe', name: expect.stringMatching(/^(typed|threads|gpujs)$/) },
     });
     const ui = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/`);
     expect(ui.status).toBe(200);

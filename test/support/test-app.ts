@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/accounts/account-store';
+import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/db/database';
 import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
 
@@ -26,6 +27,7 @@ export async function createTestApp(
     maxPayloadBytes?: number;
     taskQueue?: string;
     extraRoutes?: (app: FastifyInstance) => void;
+    simulation?: SimulationEngine;
   } = {},
 ): Promise<TestApp> {
   const connection = await Connection.connect({ address: temporalAddress() });
@@ -40,6 +42,7 @@ export async function createTestApp(
     },
     db,
     workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
+    ...(options.simulation ? { simulation: options.simulation } : {}),
   });
   options.extraRoutes?.(app);
   await app.ready();
