@@ -15,6 +15,7 @@ import {
 import { loadConfig } from '../config';
 import { type Database, migrateLatest } from '../db/database';
 import { InvalidInput } from '../errors';
+import { findSecurities, importSecuritiesCsv } from '../market-data/securities-master';
 import { importMarketCsv } from '../market-data/csv-import';
 import { listPriceSymbols } from '../market-data/price-store';
 import { openCliDatabase } from './cli-database';
@@ -290,6 +291,50 @@ export function buildCli(): Command {
                     `${r.symbol.padEnd(12)} ${String(r.points).padStart(6)} prices  ${r.first_date} .. ${r.last_date}  ${r.source ?? ''}`,
                 )
                 .join('\n'),
+        );
+      }),
+    );
+  market
+    .command('securities')
+    .description(
+      'Import the securities master from a CSV: symbol and any of name, currency, instrument_type, exchange, ' +
+        'country, sector; other columns are kept as attributes. Re-importing merges by symbol',
+    )
+    .argument('<csv>', 'file to import')
+    .addOption(json)
+    .action((file: string, opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const summary = await importSecuritiesCsv(db, file);
+        for (const bad of summary.bad_rows) process.stderr.write(`line ${bad.line}: ${bad.message}\n`);
+        print(
+          !!opts.json,
+          summary,
+          `Imported ${summary.file}: ${summary.created} securities created, ${summary.updated} updated, ` +
+            `${summary.bad_rows.length} bad rows` +
+            (summary.extra_columns.length ? `; attributes: ${summary.extra_columns.join(', ')}.` : '.'),
+        );
+      }),
+    );
+  market
+    .command('show')
+    .description('Show the securities master entries of some symbols')
+    .argument('<symbol...>', 'symbols')
+    .addOption(json)
+    .action((symbols: string[], opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const rows = await findSecurities(db, symbols);
+        const missing = symbols.filter((s) => !rows.some((r) => r.symbol === s));
+        for (const symbol of missing) process.stderr.write(`${symbol}: not in the securities master\n`);
+        print(
+          !!opts.json,
+          rows,
+          rows
+            .map((r) =>
+              [r.symbol, r.name, r.currency, r.instrument_type, r.exchange, r.country, r.sector]
+                .map((v) => v ?? '-')
+                .join('  '),
+            )
+            .join('\n'),
         );
       }),
     );

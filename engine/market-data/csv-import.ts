@@ -33,7 +33,7 @@ export interface ParsedMarketCsv {
 }
 
 /** Split on commas, honouring double-quoted fields ("a,b" and "" escapes) as spreadsheet exports write them. */
-function splitCsvLine(line: string): string[] {
+export function splitCsvLine(line: string): string[] {
   if (!line.includes('"')) return line.split(',');
   const cells: string[] = [];
   let cell = '';
