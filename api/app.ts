@@ -23,6 +23,7 @@ import workerTemplateRoutes from './routes/worker-templates';
 import fileContentRoutes from './routes/file-content';
 import fileRoutes from './routes/files';
 import healthCheckRoutes from './routes/health-check';
+import integrationRoutes from './routes/integrations';
 import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import portfolioRoutes from './routes/portfolios';
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(auditLogRoutes, { db: deps.db });
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
+      await v2.register(integrationRoutes, { db: deps.db, workflows: deps.workflows });
       await v2.register(fileRoutes, {
         db: deps.db,
         maxPayloadBytes: deps.config.maxPayloadBytes,

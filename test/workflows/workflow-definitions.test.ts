@@ -111,18 +111,21 @@ describe('workflow definitions', () => {
   });
 
   test('trigger settings and gui are stored; another workspace or account does not see the workflow', async () => {
+    const integration = await h.call('POST', '/v2/integrations', { name: 'Inbox', type: 'WEBHOOK' });
+    expect(integration.statusCode).toBe(200);
+    const integrationId = integration.json().integration.id as string;
     const workflow = await h.store({
       name: 'Hooked',
       workspace: 'research',
       trigger_type: 'FILE_RECEIVED',
-      trigger_config: { integration_id: 'intg_x' },
+      trigger_config: { integration_id: integrationId },
       trigger_enabled: true,
       gui: { offset_x: 10.5, offset_y: -3, zoom: 0.8 },
       workers: line().workers,
     });
     expect(workflow).toMatchObject({
       trigger_type: 'FILE_RECEIVED',
-      trigger_config: { integration_id: 'intg_x' },
+      trigger_config: { integration_id: integrationId },
       trigger_enabled: true,
       gui: { offset_x: 10.5, offset_y: -3, zoom: 0.8 },
       workspace: 'research',

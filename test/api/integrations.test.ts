@@ -1,0 +1,303 @@
+import type { Database } from '../../engine/db/database';
+import { newId } from '../../engine/ids';
+import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+/** The integrations extension: create, list, retrieve, delete; FILE_RECEIVED trigger references. */
+describe('integrations', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+  let other: TestAccount;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    t = await createTestApp(db);
+    account = await createTestAccount(db);
+    other = await createTestAccount(db);
+  });
+  afterAll(async () => {
+    await t.close();
+    await database.drop();
+  });
+
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
+    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const create = async (body: object, who = account) => {
+    const res = await call('POST', '/v2/integrations', body, who);
+    expect(res.statusCode).toBe(200);
+    return res.json().integration;
+  };
+  const payloadsOf = async (integrationId: string) =>
+    Number(
+      (await db('webhook_payloads').where({ integration_id: integrationId }).count({ n: '*' }).first())!.n,
+    );
+  const workers = () => {
+    const [s, e] = [newId('worker'), newId('worker')];
+    return [
+      { id: s, name: 'Start', type: 'STARTER', next: [e] },
+      { id: e, name: 'End', type: 'ENDER' },
+    ];
+  };
+
+  test('create → 200 with id, type, webhook path (no key); tags normalised; unknown keys ignored', async () => {
+    const res = await call('POST', '/v2/integrations', {
+      name: 'Orders feed',
+      description: 'From the OMS #Orders',
+      tags: ['Inbound'],
+      type: 'WEBHOOK',
+      workspace: 'ignored',
+      unknown_top_level: true,
+    });
+    expect(res.statusCode).toBe(200);
+    const { integration } = res.json();
+    expect(integration).toEqual({
+      id: expect.stringMatching(/^intg_[A-Za-z0-9]{25}$/),
+      name: 'Orders feed',
+      description: 'From the OMS #Orders',
+      tags: ['inbound', 'orders'],
+      type: 'WEBHOOK',
+      webhook_path: `/v2/integrations/${integration.id}/webhook`,
+      created: expect.any(Number),
+      updated: expect.any(Number),
+      version: '1',
+    });
+    expect(res.body).not.toContain(account.key.auth_token);
+    const audit = await db('audit_logs').where({ entity_id: integration.id, operation: 'CREATE' }).first();
+    expect(audit).toMatchObject({ entity_type: 'Integration', source: 'API', entity_name: 'Orders feed' });
+  });
+
+  test.each([
+    [{ name: 'No type' }, 'type is required: one of WEBHOOK.'],
+    [{ name: 'Mail', type: 'EMAIL' }, 'type is required: one of WEBHOOK.'],
+    [{ name: 'Lower', type: 'webhook' }, 'type is required: one of WEBHOOK.'],
+    [{ name: 'List', type: ['WEBHOOK'] }, 'type is required: one of WEBHOOK.'],
+    [{ type: 'WEBHOOK' }, 'name is required: a string of 1 to 200 characters.'],
+    [{ name: 'x'.repeat(201), type: 'WEBHOOK' }, 'name is required: a string of 1 to 200 characters.'],
+    [{ name: 'Bad tags', type: 'WEBHOOK', tags: 7 }, 'tags must be an array of strings.'],
+  ])('create %j → 400', async (body, message) => {
+    const before = await db('entities').where({ kind: 'integration' }).count({ n: '*' });
+    const res = await call('POST', '/v2/integrations', body);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ code: 400, message });
+    expect(await db('entities').where({ kind: 'integration' }).count({ n: '*' })).toEqual(before);
+  });
+
+  test('retrieve → 200; unknown, malformed or another account’s id → 404', async () => {
+    const created = await create({ name: 'Retrievable', type: 'WEBHOOK' });
+    const res = await call('GET', `/v2/integrations/${created.id}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ integration: created });
+    const unknown = newId('integration');
+    const missing = await call('GET', `/v2/integrations/${unknown}`);
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toEqual({ code: 404, message: `Integration ${unknown} not found.` });
+    expect((await call('GET', '/v2/integrations/intg_nope')).statusCode).toBe(404);
+    expect((await call('GET', `/v2/integrations/${created.id}`, undefined, other)).statusCode).toBe(404);
+  });
+
+  test('list: most recent first, paging, query by id, tag and name; another account sees none', async () => {
+    const fresh = await createTestAccount(db);
+    const names = ['Alpha feed', 'Beta feed', 'Gamma hook'];
+    const made = [];
+    for (const name of names) {
+      made.push(await create({ name, type: 'WEBHOOK', tags: name.startsWith('G') ? 'special' : '' }, fresh));
+    }
+    const page1 = await call('GET', '/v2/integrations?page_size=2', undefined, fresh);
+    expect(page1.statusCode).toBe(200);
+    expect(page1.json().integrations.map((i: { name: string }) => i.name)).toEqual([
+      'Gamma hook',
+      'Beta feed',
+    ]);
+    expect(page1.json().integrations[0]).toEqual(made[2]);
+    const token = page1.json().next_page_token;
+    expect(typeof token).toBe('string');
+    const page2 = await call(
+      'GET',
+      `/v2/integrations?page_size=2&page_token=${encodeURIComponent(token)}`,
+      undefined,
+      fresh,
+    );
+    expect(page2.json()).toEqual({ integrations: [made[0]], next_page_token: null });
+
+    const byId = await call('GET', `/v2/integrations?query=${made[1].id}`, undefined, fresh);
+    expect(byId.json().integrations.map((i: { id: string }) => i.id)).toEqual([made[1].id]);
+    const byTag = await call(
+      'GET',
+      `/v2/integrations?query=${encodeURIComponent('#special')}`,
+      undefined,
+      fresh,
+    );
+    expect(byTag.json().integrations.map((i: { id: string }) => i.id)).toEqual([made[2].id]);
+    const byName = await call('GET', '/v2/integrations?query=Beta', undefined, fresh);
+    expect(byName.json().integrations.map((i: { id: string }) => i.id)).toEqual([made[1].id]);
+    // Account-scoped: the same list from any workspace.
+    const fromOps = await call('GET', '/v2/integrations?workspace=ops', undefined, fresh);
+    expect(fromOps.json().integrations).toHaveLength(3);
+
+    const stranger = await createTestAccount(db);
+    const none = await call('GET', '/v2/integrations', undefined, stranger);
+    expect(none.json()).toEqual({ integrations: [], next_page_token: null });
+    expect((await call('GET', '/v2/integrations?page_size=0', undefined, fresh)).statusCode).toBe(400);
+  });
+
+  test('delete → 200; then 404; another account cannot delete; stored payloads go with it', async () => {
+    const created = await create({ name: 'Short lived', type: 'WEBHOOK' });
+    const denied = await call('DELETE', `/v2/integrations/${created.id}`, undefined, other);
+    expect(denied.statusCode).toBe(404);
+    expect((await call('GET', `/v2/integrations/${created.id}`)).statusCode).toBe(200);
+
+    const posted = await t.app.inject({
+      method: 'POST',
+      url: `/v2/integrations/${created.id}/webhook?key=${account.key.auth_token}`,
+      payload: { hello: 'world' },
+    });
+    expect(posted.statusCode).toBe(200);
+    expect(await payloadsOf(created.id)).toBe(1);
+
+    const res = await call('DELETE', `/v2/integrations/${created.id}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ integration: { deleted: true, id: created.id, name: 'Short lived' } });
+    expect((await call('GET', `/v2/integrations/${created.id}`)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v2/integrations/${created.id}`)).statusCode).toBe(404);
+    expect((await call('DELETE', '/v2/integrations/intg_bad')).statusCode).toBe(404);
+    expect(await payloadsOf(created.id)).toBe(0);
+    const audit = await db('audit_logs')
+      .where({ entity_id: created.id, operation: 'DELETE', account_id: account.accountId })
+      .orderBy('created_at')
+      .select('entity_type', 'status', 'activity');
+    expect(audit).toEqual([
+      { entity_type: 'Integration', status: 'SUCCESS', activity: 'Deleted integration Short lived' },
+      // The repeated delete (404).
+      { entity_type: 'Integration', status: 'ERROR', activity: expect.stringMatching(/^Failed DELETE/) },
+    ]);
+  });
+
+  describe('FILE_RECEIVED trigger_config', () => {
+    test('needs integration_id naming an integration of the account', async () => {
+      const mine = await create({ name: 'Mine', type: 'WEBHOOK' });
+      const theirs = await create({ name: 'Theirs', type: 'WEBHOOK' }, other);
+      const base = { name: 'Triggered', trigger_type: 'FILE_RECEIVED', workers: workers() };
+      const required =
+        'trigger_config.integration_id is required for FILE_RECEIVED: the id (intg_…) of an integration of the account.';
+      for (const [trigger_config, message] of [
+        [undefined, required],
+        [{}, required],
+        [{ integration_id: 'intg_short' }, required],
+        [{ integration_id: 42 }, required],
+        [
+          { integration_id: theirs.id },
+          `trigger_config.integration_id: integration ${theirs.id} not found in this account.`,
+        ],
+      ] as const) {
+        const res = await call('POST', '/v2/workflows', { ...base, trigger_config });
+        expect([trigger_config, res.statusCode, res.json()]).toEqual([
+          trigger_config,
+          400,
+          { code: 400, message },
+        ]);
+      }
+      const ok = await call('POST', '/v2/workflows', {
+        ...base,
+        trigger_config: { integration_id: mine.id },
+      });
+      expect(ok.statusCode).toBe(200);
+      expect(ok.json().workflow).toMatchObject({
+        trigger_type: 'FILE_RECEIVED',
+        trigger_config: { integration_id: mine.id },
+      });
+    });
+
+    test('a PUT switching to FILE_RECEIVED is checked against the stored config', async () => {
+      const mine = await create({ name: 'For update', type: 'WEBHOOK' });
+      const stored = await call('POST', '/v2/workflows', { name: 'Manual first', workers: workers() });
+      const id = stored.json().workflow.id;
+      const bad = await call('PUT', `/v2/workflows/${id}`, { trigger_type: 'FILE_RECEIVED' });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().message).toMatch(/^trigger_config\.integration_id is required/);
+      const good = await call('PUT', `/v2/workflows/${id}`, {
+        trigger_type: 'FILE_RECEIVED',
+        trigger_config: { integration_id: mine.id },
+        trigger_enabled: true,
+      });
+      expect(good.statusCode).toBe(200);
+      expect(good.json().workflow).toMatchObject({
+        trigger_type: 'FILE_RECEIVED',
+        trigger_config: { integration_id: mine.id },
+        trigger_enabled: true,
+      });
+    });
+
+    test('deleting an integration a workflow (enabled or not) names → 409, until the trigger changes', async () => {
+      const feed = await create({ name: 'Referenced', type: 'WEBHOOK' });
+      const trigger = { trigger_type: 'FILE_RECEIVED', trigger_config: { integration_id: feed.id } };
+      const enabled = (
+        await call('POST', '/v2/workflows', {
+          name: 'Enabled',
+          ...trigger,
+          trigger_enabled: true,
+          workers: workers(),
+        })
+      ).json().workflow;
+      const disabled = (
+        await call('POST', '/v2/workflows', {
+          name: 'Disabled',
+          ...trigger,
+          trigger_enabled: false,
+          workspace: 'ops',
+          workers: workers(),
+        })
+      ).json().workflow;
+
+      const refused = await call('DELETE', `/v2/integrations/${feed.id}`);
+      expect(refused.statusCode).toBe(409);
+      expect(refused.json()).toEqual({
+        code: 409,
+        message: `Integration ${feed.id} triggers 2 workflow(s) (${enabled.id}, ${disabled.id}); change their trigger or delete them first.`,
+      });
+      expect((await call('GET', `/v2/integrations/${feed.id}`)).statusCode).toBe(200);
+
+      await call('PUT', `/v2/workflows/${enabled.id}`, { trigger_type: 'MANUAL', trigger_config: {} });
+      const stillOne = await call('DELETE', `/v2/integrations/${feed.id}`);
+      expect(stillOne.statusCode).toBe(409);
+      expect(stillOne.json().message).toContain(`triggers 1 workflow(s) (${disabled.id})`);
+
+      expect((await call('DELETE', `/v2/workflows/${disabled.id}?workspace=ops`)).statusCode).toBe(200);
+      expect((await call('DELETE', `/v2/integrations/${feed.id}`)).statusCode).toBe(200);
+    });
+  });
+
+  test('the OpenAPI document describes every integrations route, marked as extensions', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v2/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const { paths, components } = res.json();
+    for (const [path, method] of [
+      ['/integrations', 'post'],
+      ['/integrations', 'get'],
+      ['/integrations/{id}', 'get'],
+      ['/integrations/{id}', 'delete'],
+      ['/integrations/{id}/webhook', 'post'],
+    ]) {
+      const operation = paths[path!]?.[method!];
+      expect([path, method, operation?.tags]).toEqual([path, method, ['Integrations']]);
+      if (!path!.endsWith('/webhook')) expect(operation.summary).toMatch(/\(extension\)$/);
+    }
+    expect(paths['/integrations'].post.description).toMatch(/^Extension:/);
+    const webhook = paths['/integrations/{id}/webhook'].post;
+    expect(webhook.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'key', in: 'query', required: false })]),
+    );
+    expect(webhook.requestBody.required).toBe(true);
+    expect(webhook.requestBody.content['application/json'].schema.description).toMatch(
+      /^REQUIRED\. A JSON object with at least one key/,
+    );
+    expect(Object.keys(webhook.responses).sort()).toEqual(['200', '400', '401', '404', '413', '429']);
+    const schemas = Object.values(components.schemas) as Array<{ title?: string; properties?: object }>;
+    expect(schemas.find((schema) => schema.title === 'Integration')?.properties).toHaveProperty(
+      'webhook_path',
+    );
+    expect(paths['/integrations/{id}'].delete.responses).toHaveProperty('409');
+  });
+});
