@@ -10,6 +10,7 @@ import { createAccount, createApiKey } from '../engine/accounts/account-store';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
 import { startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
+import { noWorkflowSchedules } from '../engine/workflows/workflow-schedules';
 
 const MiB = 1024 * 1024;
 /** The largest file: 300 MB. */
@@ -257,6 +258,7 @@ export async function runFileUploadBench(): Promise<void> {
   const db = connectDatabase(postgres.url, 10);
   const noWorkflows: WorkflowRunner = {
     start: () => Promise.reject(new Error('workflows are not part of this benchmark')),
+    schedules: noWorkflowSchedules('workflows are not part of this benchmark'),
   };
   const bare = Fastify({ logger: false, bodyLimit: MAX_PAYLOAD_BYTES });
   bare.addContentTypeParser('multipart/form-data', (_request, payload, done) => {

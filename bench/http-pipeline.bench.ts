@@ -7,6 +7,7 @@ import { createAccount, createApiKey } from '../engine/accounts/account-store';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
 import { startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
+import { noWorkflowSchedules } from '../engine/workflows/workflow-schedules';
 import { measureLatency, printReports } from './measure';
 
 const REQUESTS = 3000;
@@ -27,6 +28,7 @@ export async function runHttpPipelineBench(): Promise<void> {
   // The benchmark starts no workflow; a run request would fail loudly rather than pretend.
   const noWorkflows: WorkflowRunner = {
     start: () => Promise.reject(new Error('workflows are not part of this benchmark')),
+    schedules: noWorkflowSchedules('workflows are not part of this benchmark'),
   };
   const bare = Fastify({ logger: false });
   bare.get('/v2/health_check', async () => ({ api_status: 'OK', version: 'v2', name: 'bare' }));

@@ -1,3 +1,4 @@
+import type { Actor } from '../../engine/audit/audit-trail';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/db/database';
@@ -12,12 +13,11 @@ import {
 import { workerExecutionView, workflowExecutionView } from '../../engine/workflows/execution-records';
 import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
-  createWorkflow,
-  deleteWorkflow,
-  updateWorkflow,
-  WORKFLOW,
-  workflowView,
-} from '../../engine/workflows/workflow-store';
+  createWorkflowWithSchedule,
+  deleteWorkflowWithSchedule,
+  updateWorkflowWithSchedule,
+} from '../../engine/workflows/workflow-schedules';
+import { WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -94,7 +94,13 @@ const WorkflowBody = Type.Object({
     Type.Unknown({ description: 'MANUAL (default), API, TIME_BASED, FILE_RECEIVED.' }),
   ),
   trigger_config: Type.Optional(
-    Type.Unknown({ description: 'Object: what activates the trigger. Default {}.' }),
+    Type.Unknown({
+      description:
+        'Object: what activates the trigger. Default {}. TIME_BASED: {cron, timezone}, a 5-field cron expression ' +
+        '(minute hour day-of-month month day-of-week, e.g. "0 7 * * 1-5") and an IANA time zone (default "UTC"); ' +
+        'the workflow then has a Temporal Schedule (id schedule-<workflow id>, overlap policy SKIP), paused while ' +
+        'trigger_enabled is false.',
+    }),
   ),
   trigger_enabled: Type.Optional(Type.Unknown({ description: 'Boolean, default false.' })),
   gui: Type.Optional(Type.Unknown({ description: '{offset_x, offset_y, zoom}, numbers.' })),
@@ -211,6 +217,15 @@ const WorkflowReply = Type.Object({ workflow: Type.Ref('Workflow') });
 const tags = ['Workflows'];
 const config = { auditEntity: 'Workflow' } as const;
 
+/**
+ * The run endpoint's trigger, from the credentials used: an OAuth 2.0 access token is what a person's
+ * session (the platform, a user app) holds, so its runs are `MANUAL`; an API key (SID:TOKEN, Bearer
+ * or Basic) is a program's, so its runs are `API`. The execution also keeps the credential type.
+ */
+export function triggerOf(actor: Actor): 'MANUAL' | 'API' {
+  return actor.principal.credentialType === 'OAUTH2' ? 'MANUAL' : 'API';
+}
+
 const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }> = async (
   app,
   { db, workflows },
@@ -228,14 +243,16 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       schema: {
         tags,
         summary: 'Store a workflow (extension)',
-        description: 'Extension: the interface has no way to create workflows.',
+        description:
+          'Extension: the interface has no way to create workflows. A TIME_BASED workflow gets its schedule ' +
+          'in the same step: 503 (and nothing stored) when the scheduler is unavailable.',
         body: WorkflowBody,
         querystring: WorkspaceQuery,
-        response: { 200: WorkflowReply, ...errorResponses(400) },
+        response: { 200: WorkflowReply, ...errorResponses(400, 503) },
       },
     },
     async (request) => {
-      const workflow = await createWorkflow(db, request.actor, {
+      const workflow = await createWorkflowWithSchedule(db, workflows.schedules, request.actor, {
         ...request.body,
         workspace: request.body.workspace ?? request.query.workspace,
       });
@@ -323,18 +340,26 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       schema: {
         tags,
         summary: 'Update a workflow (extension; every field optional)',
-        description: 'Extension. Runs already started keep the definition they started with.',
+        description:
+          'Extension. Runs already started keep the definition they started with. The schedule of a TIME_BASED ' +
+          'workflow follows in the same step (503, nothing changed, when the scheduler is unavailable).',
         params: IdParam,
         body: WorkflowBody,
         querystring: WorkspaceQuery,
-        response: { 200: WorkflowReply, ...errorResponses(400, 404) },
+        response: { 200: WorkflowReply, ...errorResponses(400, 404, 503) },
       },
     },
     async (request) => {
-      const workflow = await updateWorkflow(db, request.actor, request.params.id, {
-        ...request.body,
-        workspace: request.body.workspace ?? request.query.workspace,
-      });
+      const workflow = await updateWorkflowWithSchedule(
+        db,
+        workflows.schedules,
+        request.actor,
+        request.params.id,
+        {
+          ...request.body,
+          workspace: request.body.workspace ?? request.query.workspace,
+        },
+      );
       return { workflow: workflowView(workflow) };
     },
   );
@@ -352,12 +377,18 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
           200: Type.Object({
             workflow: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
           }),
-          ...errorResponses(400, 404),
+          ...errorResponses(400, 404, 503),
         },
       },
     },
     async (request) => ({
-      workflow: await deleteWorkflow(db, request.actor, request.params.id, request.query.workspace),
+      workflow: await deleteWorkflowWithSchedule(
+        db,
+        workflows.schedules,
+        request.actor,
+        request.params.id,
+        request.query.workspace,
+      ),
     }),
   );
 
@@ -370,7 +401,9 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
         summary: 'Run a workflow',
         description:
           'Answers 202 with the execution RUNNING. Poll GET /workflows/{id}/workflow_executions until run_status ' +
-          'is SUCCEEDED or FAILED, then read the ender_worker_execution_id worker execution.',
+          'is SUCCEEDED or FAILED, then read the ender_worker_execution_id worker execution. The execution’s ' +
+          'trigger is MANUAL when the credentials are an OAuth 2.0 access token (a person’s session) and API ' +
+          'for an API key.',
         params: IdParam,
         body: Type.Object({
           parameters: Type.Record(Type.String(), Type.Unknown(), {
@@ -388,7 +421,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       const execution = await runWorkflow(db, workflows, request.actor, {
         workflowId: request.params.id,
         workspace: request.body.workspace,
-        trigger: 'API',
+        trigger: triggerOf(request.actor),
         parameters: request.body.parameters,
       });
       return reply.code(202).send({ workflow_execution: workflowExecutionView(execution) });

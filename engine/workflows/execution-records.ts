@@ -126,12 +126,14 @@ export async function insertWorkflowExecution(
     userId: string;
     credentialId: string;
     credentialType: CredentialType;
+    /** A caller that may retry (a scheduled launch) passes its own id; the default is a fresh one. */
+    executionId?: string;
   },
 ): Promise<WorkflowExecutionRow> {
   const now = new Date();
   const [row] = (await db('workflow_executions')
     .insert({
-      id: newId('workflowExecution'),
+      id: input.executionId ?? newId('workflowExecution'),
       account_id: input.accountId,
       workflow_id: input.workflowId,
       workflow_name: input.workflowName,

@@ -1,5 +1,11 @@
 import { type Client } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType, TypedSearchAttributes } from '@temporalio/common';
+import {
+  defineSearchAttributeKey,
+  SearchAttributeType,
+  TypedSearchAttributes,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdReusePolicy,
+} from '@temporalio/common';
 import { type Actor, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
 import { DomainError } from '../errors';
@@ -11,11 +17,16 @@ import {
 } from './execution-records';
 import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
 import { parseDefinition } from './workflow-definition';
+import { temporalWorkflowSchedules, type WorkflowSchedules } from './workflow-schedules';
 import { findWorkflow } from './workflow-store';
 
-/** Starts interpreter runs on Temporal; the API and triggers depend on this, not on the SDK. */
+/**
+ * Starts interpreter runs on Temporal and keeps the Schedules of TIME_BASED workflows; the API and
+ * triggers depend on this, not on the SDK.
+ */
 export interface WorkflowRunner {
   start(input: InterpreterInput): Promise<void>;
+  schedules: WorkflowSchedules;
 }
 
 const keyword = (name: string) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
@@ -30,27 +41,35 @@ const KEYS = {
 
 export function temporalWorkflowRunner(client: Client, taskQueue: string): WorkflowRunner {
   return {
+    schedules: temporalWorkflowSchedules(client, taskQueue),
     async start(input) {
-      await client.workflow.start(INTERPRETER_WORKFLOW, {
-        taskQueue,
-        // The execution id is the Temporal workflow id: one name in the API and the Temporal UI.
-        workflowId: input.executionId,
-        args: [input],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: KEYS.workflowId, value: input.workflowId },
-          { key: KEYS.executionId, value: input.executionId },
-          { key: KEYS.workspace, value: input.workspace },
-          { key: KEYS.trigger, value: input.trigger },
-          { key: KEYS.runStatus, value: 'RUNNING' },
-          { key: KEYS.account, value: input.accountId },
-        ]),
-        memo: {
-          workflow_id: input.workflowId,
-          workflow_name: input.workflowName,
-          workspace: input.workspace,
-          trigger: input.trigger,
-        },
-      });
+      await client.workflow
+        .start(INTERPRETER_WORKFLOW, {
+          taskQueue,
+          // The execution id is the Temporal workflow id: one name in the API and the Temporal UI.
+          workflowId: input.executionId,
+          // An id runs once: a retried start (a scheduled launch) never runs a finished run again.
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args: [input],
+          typedSearchAttributes: new TypedSearchAttributes([
+            { key: KEYS.workflowId, value: input.workflowId },
+            { key: KEYS.executionId, value: input.executionId },
+            { key: KEYS.workspace, value: input.workspace },
+            { key: KEYS.trigger, value: input.trigger },
+            { key: KEYS.runStatus, value: 'RUNNING' },
+            { key: KEYS.account, value: input.accountId },
+          ]),
+          memo: {
+            workflow_id: input.workflowId,
+            workflow_name: input.workflowName,
+            workspace: input.workspace,
+            trigger: input.trigger,
+          },
+        })
+        .catch((error: unknown) => {
+          // Execution ids are never reused, so a run already there under this id is this run.
+          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        });
     },
   };
 }
@@ -66,19 +85,50 @@ class WorkflowStartFailed extends DomainError {
  * trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`, with an actor of
  * source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION, `parameters` {body, date}).
  * `parameters` overlay the STARTER's script inputs.
+ *
+ * A caller that retries (a scheduled launch, as a Temporal activity) passes its own `executionId`:
+ * when that execution is already recorded, nothing is recorded again and the run is only started
+ * if it still needs to be (an attempt that died between the two steps), so a retry makes one run.
  */
 export async function runWorkflow(
   db: Database,
   runner: WorkflowRunner,
   actor: Actor,
-  input: { workflowId: string; workspace?: unknown; trigger: Trigger; parameters: Record<string, unknown> },
+  input: {
+    workflowId: string;
+    workspace?: unknown;
+    trigger: Trigger;
+    parameters: Record<string, unknown>;
+    executionId?: string;
+  },
 ): Promise<WorkflowExecutionRow> {
   const workflow = await findWorkflow(db, actor.principal.accountId, input.workflowId, input.workspace);
   // Stored definitions were checked when saved; this re-derives the plan (and refuses a definition
   // written by an older version that the current rules no longer accept).
   const { workers, plan } = parseDefinition(workflow.workers);
+  const interpreterInput = (executionId: string): InterpreterInput => ({
+    executionId,
+    accountId: workflow.accountId,
+    workflowId: workflow.id,
+    workflowName: workflow.name,
+    workspace: workflow.workspace,
+    trigger: input.trigger,
+    workers,
+    plan,
+  });
+  if (input.executionId) {
+    const existing = (await db('workflow_executions')
+      .where({ id: input.executionId, account_id: workflow.accountId })
+      .first()) as WorkflowExecutionRow | undefined;
+    if (existing) {
+      // Not marked FAILED on error here: the run may well be going; the caller retries.
+      if (existing.run_status === 'RUNNING') await runner.start(interpreterInput(existing.id));
+      return existing;
+    }
+  }
   const execution = await db.transaction(async (trx) => {
     const row = await insertWorkflowExecution(trx, {
+      executionId: input.executionId,
       accountId: workflow.accountId,
       workflowId: workflow.id,
       workflowName: workflow.name,
@@ -102,16 +152,7 @@ export async function runWorkflow(
     return row;
   });
   try {
-    await runner.start({
-      executionId: execution.id,
-      accountId: workflow.accountId,
-      workflowId: workflow.id,
-      workflowName: workflow.name,
-      workspace: workflow.workspace,
-      trigger: input.trigger,
-      workers,
-      plan,
-    });
+    await runner.start(interpreterInput(execution.id));
   } catch (error) {
     await endWorkflowExecution(db, execution.id, {
       runStatus: 'FAILED',

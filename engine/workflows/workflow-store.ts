@@ -10,8 +10,11 @@ import {
   updateEntity,
 } from '../entities/entity-store';
 import { InvalidInput, NotFound } from '../errors';
+import { isId } from '../ids';
+import { findIntegration } from '../integrations/integration-kind';
 import { readWorkerTemplate, WORKER_TEMPLATE } from '../worker-templates/worker-template-store';
 import type { Trigger } from './execution-records';
+import { parseScheduleConfig } from './schedule-config';
 import { scriptInputProblem } from './script-inputs';
 import { parseDefinition, storedWorkers, type WorkerNode, type WorkflowPlan } from './workflow-definition';
 
@@ -92,6 +95,45 @@ function checkTriggerType(value: unknown): Trigger {
 function checkTriggerConfig(value: unknown): Record<string, unknown> {
   if (!isPlainObject(value)) throw new InvalidInput('trigger_config must be an object.');
   return value;
+}
+
+/**
+ * What a trigger type needs in `trigger_config`, checked on the body as it will be stored: a PUT may
+ * change the type or the config alone. TIME_BASED: `{cron, timezone}` (see schedule-config.ts).
+ */
+function checkTriggerSettings(body: Record<string, unknown>): Record<string, unknown> {
+  if (body.trigger_type === 'TIME_BASED') {
+    return { ...body, trigger_config: parseScheduleConfig(body.trigger_config) };
+  }
+  return body;
+}
+
+/**
+ * FILE_RECEIVED: `{integration_id: 'intg_…'}`, an integration of the account (any workspace may
+ * subscribe; integrations are account-scoped). Checked on every store, like the other trigger
+ * settings; deleting an integration is refused while a workflow names it.
+ */
+async function checkIntegrationTrigger(
+  db: Database,
+  accountId: string,
+  body: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  if (body.trigger_type !== 'FILE_RECEIVED') return body;
+  const id = isPlainObject(body.trigger_config) ? body.trigger_config.integration_id : undefined;
+  if (typeof id !== 'string' || !isId('integration', id)) {
+    throw new InvalidInput(
+      'trigger_config.integration_id is required for FILE_RECEIVED: the id (intg_…) of an integration of the account.',
+    );
+  }
+  try {
+    await findIntegration(db, accountId, id);
+  } catch (error) {
+    if (error instanceof NotFound) {
+      throw new InvalidInput(`trigger_config.integration_id: integration ${id} not found in this account.`);
+    }
+    throw error;
+  }
+  return body;
 }
 
 function checkTriggerEnabled(value: unknown): boolean {
@@ -196,16 +238,20 @@ export async function createWorkflow(
     name: input.name,
     description: input.description,
     tags: input.tags,
-    body: {
-      status: 'OK',
-      trigger_type: 'MANUAL',
-      trigger_config: {},
-      trigger_enabled: false,
-      gui: DEFAULT_GUI,
-      ...bodyChanges(input),
-      starter_worker_id: plan.starterId,
-      workers,
-    },
+    body: await checkIntegrationTrigger(
+      db,
+      actor.principal.accountId,
+      checkTriggerSettings({
+        status: 'OK',
+        trigger_type: 'MANUAL',
+        trigger_config: {},
+        trigger_enabled: false,
+        gui: DEFAULT_GUI,
+        ...bodyChanges(input),
+        starter_worker_id: plan.starterId,
+        workers,
+      }),
+    ),
   });
   return readWorkflow(record);
 }
@@ -225,15 +271,19 @@ export async function updateWorkflow(
       ? null
       : await checkDefinition(db, actor.principal.accountId, input.workers);
   const changes = bodyChanges(input);
-  const record = await updateEntity(db, actor, WORKFLOW, id, input.workspace, (current) => ({
+  const record = await updateEntity(db, actor, WORKFLOW, id, input.workspace, async (current) => ({
     name: input.name ?? undefined,
     description: input.description,
     tags: input.tags ?? undefined,
-    body: {
-      ...current.body,
-      ...changes,
-      ...(definition ? { workers: definition.workers, starter_worker_id: definition.plan.starterId } : {}),
-    },
+    body: await checkIntegrationTrigger(
+      db,
+      actor.principal.accountId,
+      checkTriggerSettings({
+        ...current.body,
+        ...changes,
+        ...(definition ? { workers: definition.workers, starter_worker_id: definition.plan.starterId } : {}),
+      }),
+    ),
   }));
   return readWorkflow(record);
 }

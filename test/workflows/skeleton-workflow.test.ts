@@ -31,6 +31,7 @@ describe('a stored starter → basic → ender workflow runs on Temporal', () =>
     worker = await createTemporalWorker({
       db,
       connection,
+      client: t.temporal,
       namespace: 'default',
       taskQueue,
       publicUrl: 'http://pas.test',

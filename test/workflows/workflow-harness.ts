@@ -23,6 +23,8 @@ export interface WorkflowHarness {
   db: Database;
   t: TestApp;
   account: TestAccount;
+  /** The suite's own task queue (its Worker polls it; its schedules' launchers run on it). */
+  taskQueue: string;
   call(method: Method, url: string, payload?: object, who?: TestAccount): Promise<LightMyRequestResponse>;
   /** POST /workflows, expecting 200; returns the stored workflow. */
   store(body: object, who?: TestAccount): Promise<Workflow>;
@@ -83,6 +85,7 @@ export async function startHarness(
     worker = await createTemporalWorker({
       db,
       connection,
+      client: t.temporal,
       namespace: 'default',
       taskQueue,
       publicUrl: 'http://pas.test',
@@ -98,6 +101,7 @@ export async function startHarness(
     db,
     t,
     account,
+    taskQueue,
     call,
     async store(body, who) {
       const res = await call('POST', '/v2/workflows', body, who);

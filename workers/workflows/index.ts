@@ -1,0 +1,3 @@
+// The Worker's workflowsPath: every workflow type this task queue runs.
+export { interpreterWorkflow } from './interpreter-workflow';
+export { scheduledLauncherWorkflow } from './scheduled-launcher-workflow';

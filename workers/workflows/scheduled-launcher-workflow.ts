@@ -1,0 +1,27 @@
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { ScheduledLaunchInput, ScheduledLaunchOutcome } from '../../engine/workflows/workflow-schedules';
+import type { TriggerActivities } from '../activities/trigger-activities';
+
+// Bounded retries (about five minutes): with the SKIP overlap policy a launcher that hangs on would
+// make the schedule skip its next firings.
+const { launchScheduledRun } = proxyActivities<TriggerActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 12,
+  },
+});
+
+/**
+ * What a TIME_BASED workflow's Schedule starts at each firing. Temporal names it
+ * `launch-<workflow id>-<firing time>`; that id is handed to the one activity, which derives the
+ * execution id from it, so a retried activity never makes a second run. Deterministic: the work
+ * (reading the workflow, recording and starting the run) is the activity's.
+ */
+export async function scheduledLauncherWorkflow(
+  input: ScheduledLaunchInput,
+): Promise<ScheduledLaunchOutcome> {
+  return launchScheduledRun({ ...input, launcherWorkflowId: workflowInfo().workflowId });
+}
