@@ -7,6 +7,7 @@ import {
   deleteWorkerTemplate,
   FORM_INPUTS_MAX,
   SCRIPT_MAX_BYTES,
+  TEMPLATE_LIMIT_BOUNDS,
   updateWorkerTemplate,
   WORKER_TEMPLATE,
 } from '../../engine/worker-templates/worker-template-store';
@@ -44,6 +45,23 @@ const WorkerTemplate = Type.Object(
     script_entry_point: Type.String(),
     run_locally: Type.Boolean({ description: 'Always true: scripts run in the sandbox of the service.' }),
     container_status: Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('ERROR')]),
+    memory_limit_mb: Nullable(
+      Type.Integer({
+        description:
+          'Extension: the memory limit of the sandbox the script runs in, in MB; null: the service default.',
+      }),
+    ),
+    timeout_seconds: Nullable(
+      Type.Integer({
+        description:
+          'Extension: the time limit of one run of the script, in seconds; null: the service default.',
+      }),
+    ),
+    builtin: Type.Boolean({
+      description:
+        'Extension: true for the templates the service ships (visible to every account, read-only, with ' +
+        'the same id in every installation).',
+    }),
     form_inputs: Type.Array(Type.Ref('FormInput'), { description: 'Only on retrieve.' }),
     script: Type.String({ description: 'The source text. Only on retrieve.' }),
     created: Timestamp,
@@ -64,12 +82,32 @@ const PublishBody = Type.Object({
     Type.Unknown({ description: 'STARTER, BASIC (default), ENDER, FORKER, BARRIER or CONDITIONAL.' }),
   ),
   script_runtime: Type.Optional(
-    Type.Unknown({ description: 'javascript (default) or typescript; any other runtime is refused.' }),
+    Type.Unknown({
+      description:
+        'javascript (default) or typescript; any other runtime is refused. TypeScript is transpiled when ' +
+        'published: a syntax error is a 400 naming the line.',
+    }),
   ),
   script_entry_point: Type.Optional(Type.Unknown({ description: 'Function name, default main.' })),
   script: Type.Optional(
     Type.Unknown({
       description: `REQUIRED on create. Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
+    }),
+  ),
+  memory_limit_mb: Type.Optional(
+    Type.Unknown({
+      description:
+        `Extension: whole MB from ${TEMPLATE_LIMIT_BOUNDS.memoryLimitMb.min} to ${TEMPLATE_LIMIT_BOUNDS.memoryLimitMb.max}, ` +
+        'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
+        'configured). The worker process may cap it lower.',
+    }),
+  ),
+  timeout_seconds: Type.Optional(
+    Type.Unknown({
+      description:
+        `Extension: whole seconds from ${TEMPLATE_LIMIT_BOUNDS.timeoutSeconds.min} to ${TEMPLATE_LIMIT_BOUNDS.timeoutSeconds.max}, ` +
+        'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
+        'default (30 s unless configured).',
     }),
   ),
   script_source: Type.Optional(Type.Unknown({ description: 'Accepted in place of script; script wins.' })),
@@ -120,6 +158,7 @@ const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
       schema: {
         tags,
         summary: 'List worker templates (without form_inputs and script), most recent first',
+        description: "The account's own templates and the service's built-in ones (builtin: true).",
         querystring: ListQuery,
         response: { 200: listReply('worker_templates', WorkerTemplate), ...errorResponses(400) },
       },
@@ -162,10 +201,12 @@ const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
         tags,
         summary: 'Republish a worker template (extension)',
         description:
-          'Extension: every field optional; fields left out (or null) keep their values. The version increases.',
+          'Extension: every field optional; fields left out (or null) keep their values (a null ' +
+          'memory_limit_mb or timeout_seconds returns to the default). The version increases. Built-in ' +
+          'templates are read-only: 403.',
         params: IdParam,
         body: PublishBody,
-        response: { 200: WorkerTemplateReply, ...errorResponses(400, 404) },
+        response: { 200: WorkerTemplateReply, ...errorResponses(400, 403, 404) },
       },
     },
     async (request) => ({
@@ -182,14 +223,15 @@ const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
       schema: {
         tags,
         summary: 'Delete a worker template (extension)',
-        description: 'Extension: the interface has worker templates read-only.',
+        description:
+          'Extension: the interface has worker templates read-only. Built-in templates cannot be deleted: 403.',
         params: IdParam,
         querystring: WorkspaceQuery,
         response: {
           200: Type.Object({
             worker_template: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
           }),
-          ...errorResponses(404),
+          ...errorResponses(403, 404),
         },
       },
     },

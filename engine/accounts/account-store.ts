@@ -142,7 +142,8 @@ export async function setUserPermissions(
 export async function listAccounts(
   db: Database,
 ): Promise<Array<{ id: string; name: string; created_at: Date }>> {
-  return db('accounts').orderBy('created_at');
+  // The service's own account (it owns the built-in worker templates) is nobody's tenant.
+  return db('accounts').where({ is_system: false }).select('id', 'name', 'created_at').orderBy('created_at');
 }
 
 /** Creates an API key acting as `userId` (default: the account owner). The token is returned once. */
@@ -322,7 +323,7 @@ export async function ensureOwnerAccount(
 ): Promise<(NewApiKey & { owner_email: string }) | null> {
   return db.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(728204116)');
-    const existing = await trx('accounts').first();
+    const existing = await trx('accounts').where({ is_system: false }).first();
     if (existing) return null;
     const accountId = newId('account');
     await trx('accounts').insert({ id: accountId, name: input.accountName });

@@ -18,6 +18,7 @@ import { InvalidInput } from '../errors';
 import { findSecurities, importSecuritiesCsv } from '../market-data/securities-master';
 import { importMarketCsv } from '../market-data/csv-import';
 import { listPriceSymbols } from '../market-data/price-store';
+import { publishTemplateFolderAs } from '../worker-templates/template-folder';
 import { openCliDatabase } from './cli-database';
 
 /** With one account (the usual self-hosted case) --account may be left out. */
@@ -335,6 +336,31 @@ export function buildCli(): Command {
                 .join('  '),
             )
             .join('\n'),
+        );
+      }),
+    );
+
+  const templates = program.command('templates').description('Worker templates of an account');
+  templates
+    .command('publish')
+    .description(
+      'Publish a worker template from a folder (template.json and script.ts or script.js): a template of ' +
+        'the same name in the account is republished, otherwise one is created. Prints its id',
+    )
+    .argument('<folder>', 'the template folder')
+    .option('--account <id>')
+    .addOption(json)
+    .action((folder: string, opts: { account?: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const { record, created } = await publishTemplateFolderAs(
+          db,
+          await resolveAccount(db, opts.account),
+          folder,
+        );
+        print(
+          !!opts.json,
+          { id: record.id, name: record.name, version: String(record.version), created },
+          record.id,
         );
       }),
     );

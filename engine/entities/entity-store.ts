@@ -48,6 +48,11 @@ export interface EntityKind {
    * series or a 1 MB script is not stored twice more on every update.
    */
   auditDigest?: string[];
+  /**
+   * An account whose records of this kind every account may read (find, view, list) but only that
+   * account may change: the service's own account, for the built-in worker templates.
+   */
+  sharedAccountId?: string;
 }
 
 export interface EntityRecord {
@@ -231,7 +236,17 @@ export async function createEntity(
   });
 }
 
-/** Reads one record of the caller's account; another account's is simply not found. */
+/** The accounts whose records of `kind` the caller reads: its own, and the kind's shared one. */
+function readableAccounts(kind: EntityKind, accountId: string): string[] {
+  return kind.sharedAccountId && kind.sharedAccountId !== accountId
+    ? [accountId, kind.sharedAccountId]
+    : [accountId];
+}
+
+/**
+ * Reads one record of the caller's account (or of the kind's shared account); another account's is
+ * simply not found.
+ */
 export async function findEntity(
   db: Database,
   accountId: string,
@@ -239,13 +254,19 @@ export async function findEntity(
   id: string,
   workspace?: unknown,
 ): Promise<EntityRecord> {
-  const row = (await whereOne(
-    db('entities').first(),
-    accountId,
-    kind,
-    id,
-    scopeWorkspace(kind, workspace),
-  )) as EntityRow | undefined;
+  const accounts = readableAccounts(kind, accountId);
+  const q = db('entities').first();
+  if (accounts.length === 1) {
+    whereOne(q, accountId, kind, id, scopeWorkspace(kind, workspace));
+  } else {
+    if (!isKindId(kind, id)) throw notFound(kind, id);
+    // The caller's own record wins should the shared account hold the same id.
+    q.whereIn('account_id', accounts)
+      .where({ kind: kind.kind, id })
+      .orderByRaw('account_id = ? desc', [accountId]);
+    if (kind.scope === 'workspace') q.where({ workspace: scopeWorkspace(kind, workspace) });
+  }
+  const row = (await q) as EntityRow | undefined;
   if (!row) throw notFound(kind, id);
   return toRecord(row);
 }
@@ -572,7 +593,9 @@ export async function listEntities(
   const signature = order.map((key) => (key.descending ? '-' : '') + key.property).join(',');
   const cursor = decodeKeysetToken(request.page_token, signature, order.length);
 
-  const candidates = db('entities').where({ account_id: actor.principal.accountId, kind: kind.kind });
+  const candidates = db('entities')
+    .whereIn('account_id', readableAccounts(kind, actor.principal.accountId))
+    .where({ kind: kind.kind });
   // A JSON query scopes by its own filters only (a workspace needs ['workspace', '=', name]).
   if (kind.scope === 'workspace' && !query.json) candidates.where({ workspace });
   if (query.id !== null) candidates.where({ id: query.id });

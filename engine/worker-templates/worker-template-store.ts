@@ -10,7 +10,9 @@ import {
   updateEntity,
 } from '../entities/entity-store';
 import { checkName, NAME_MAX } from '../entities/entity-fields';
-import { InvalidInput } from '../errors';
+import { Forbidden, InvalidInput } from '../errors';
+import { transpileForPublishing } from './script-transpiler';
+import { SYSTEM_ACCOUNT_ID } from './system-account';
 
 export const WORKER_TEMPLATE_TYPES = [
   'STARTER',
@@ -34,6 +36,16 @@ export const SCRIPT_MAX_BYTES = 1024 * 1024;
 export const FORM_INPUTS_MAX = 100;
 const ENTRY_POINT = /^[A-Za-z_$][A-Za-z0-9_$]{0,99}$/;
 
+/**
+ * Bounds of a template's own sandbox limits. Runs are Temporal activities with a 15-minute
+ * start-to-close timeout, so a script gets at most 10 minutes; up to 8 scripts run at once on a
+ * worker, so 1 GiB each is already a lot of the host's memory.
+ */
+export const TEMPLATE_LIMIT_BOUNDS = {
+  memoryLimitMb: { min: 16, max: 1024 },
+  timeoutSeconds: { min: 1, max: 600 },
+} as const;
+
 /** One input of the template's form: the workflow engine matches a worker's `script_inputs` by `key`. */
 export interface FormInput extends Record<string, unknown> {
   type: string;
@@ -48,6 +60,11 @@ export interface WorkerTemplate {
   scriptRuntime: ScriptRuntime;
   scriptEntryPoint: string;
   formInputs: FormInput[];
+  /** The JavaScript a TypeScript source was transpiled to when published; null for older rows. */
+  compiledScript: string | null;
+  /** The template's own sandbox limits; null: the worker process's. */
+  memoryLimitMb: number | null;
+  timeoutSeconds: number | null;
 }
 
 export const WORKER_TEMPLATE: EntityKind = {
@@ -60,6 +77,7 @@ export const WORKER_TEMPLATE: EntityKind = {
   hasDate: false,
   listOmit: ['form_inputs', 'script'],
   auditDigest: ['script'],
+  sharedAccountId: SYSTEM_ACCOUNT_ID,
   view: (record: EntityRecord) => ({
     ...commonView(record),
     category: record.body.category ?? null,
@@ -70,6 +88,9 @@ export const WORKER_TEMPLATE: EntityKind = {
     // Scripts always run in the service's own sandbox; there is no remote container to run them in.
     run_locally: true,
     container_status: record.body.container_status ?? 'SUCCESS',
+    memory_limit_mb: record.body.memory_limit_mb ?? null,
+    timeout_seconds: record.body.timeout_seconds ?? null,
+    builtin: record.accountId === SYSTEM_ACCOUNT_ID,
     form_inputs: record.body.form_inputs ?? [],
     script: record.body.script ?? '',
   }),
@@ -88,6 +109,8 @@ export interface WorkerTemplateInput {
   /** The field name the hosted product's publishing tool sends the source under. */
   script_source?: unknown;
   form_inputs?: unknown;
+  memory_limit_mb?: unknown;
+  timeout_seconds?: unknown;
 }
 
 /** Python clients send None for every argument left unset: null means "not given" for these fields. */
@@ -177,6 +200,65 @@ function checkFormInputs(value: unknown): FormInput[] {
   });
 }
 
+function checkLimit(value: unknown, field: string, bounds: { min: number; max: number }): number | null {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < bounds.min || value > bounds.max) {
+    throw new InvalidInput(
+      `${field} must be a whole number from ${bounds.min} to ${bounds.max}, or null for the service's default.`,
+    );
+  }
+  return value;
+}
+
+const checkMemoryLimit = (value: unknown) =>
+  checkLimit(value, 'memory_limit_mb', TEMPLATE_LIMIT_BOUNDS.memoryLimitMb);
+const checkTimeout = (value: unknown) =>
+  checkLimit(value, 'timeout_seconds', TEMPLATE_LIMIT_BOUNDS.timeoutSeconds);
+
+/**
+ * TypeScript is transpiled when published, so a syntax error is the publisher's 400 (naming the
+ * line) rather than a failed run, and runs do not transpile again. JavaScript is compiled in the
+ * sandbox when it runs: nothing a client sends is ever evaluated on the host.
+ */
+function compiled(body: Record<string, unknown>): Record<string, unknown> {
+  const { script_compiled: _stale, ...rest } = body;
+  if (rest.script_runtime !== 'typescript') return rest;
+  const result = transpileForPublishing(rest.script as string);
+  if ('error' in result) throw new InvalidInput(`script is not valid TypeScript: ${result.error}`);
+  return { ...rest, script_compiled: result.code };
+}
+
+/** The stored body of a new template, every field checked (also used for the built-in ones). */
+export function newTemplateBody(input: WorkerTemplateInput): Record<string, unknown> {
+  return compiled({
+    category: input.category === undefined ? null : checkCategory(input.category),
+    visible: given(input.visible) ? checkVisible(input.visible) : true,
+    type: given(input.type) ? checkType(input.type) : 'BASIC',
+    script_runtime: given(input.script_runtime) ? checkRuntime(input.script_runtime) : 'javascript',
+    script_entry_point: given(input.script_entry_point) ? checkEntryPoint(input.script_entry_point) : 'main',
+    script: checkScript(scriptOf(input)),
+    form_inputs: given(input.form_inputs) ? checkFormInputs(input.form_inputs) : [],
+    memory_limit_mb: input.memory_limit_mb === undefined ? null : checkMemoryLimit(input.memory_limit_mb),
+    timeout_seconds: input.timeout_seconds === undefined ? null : checkTimeout(input.timeout_seconds),
+    // Publishing builds nothing outside the row: ready at once.
+    container_status: 'SUCCESS' satisfies ContainerStatus,
+  });
+}
+
+/** Built-in templates belong to the service: an account reads them and changes none. */
+async function refuseBuiltin(db: Database, actor: Actor, id: string): Promise<void> {
+  if (actor.principal.accountId === SYSTEM_ACCOUNT_ID) return;
+  const builtin = await db('entities')
+    .where({ account_id: SYSTEM_ACCOUNT_ID, kind: WORKER_TEMPLATE.kind, id })
+    .first('name');
+  if (builtin) {
+    throw new Forbidden(
+      `Worker template ${id} (${builtin.name as string}) is built in and read-only: ` +
+        'publish a template of your own with its script to change it.',
+    );
+  }
+}
+
 function scriptOf(input: WorkerTemplateInput): unknown {
   return given(input.script) ? input.script : input.script_source;
 }
@@ -187,17 +269,7 @@ export async function createWorkerTemplate(
   input: WorkerTemplateInput,
 ): Promise<EntityRecord> {
   checkName(input.name);
-  const body = {
-    category: input.category === undefined ? null : checkCategory(input.category),
-    visible: given(input.visible) ? checkVisible(input.visible) : true,
-    type: given(input.type) ? checkType(input.type) : 'BASIC',
-    script_runtime: given(input.script_runtime) ? checkRuntime(input.script_runtime) : 'javascript',
-    script_entry_point: given(input.script_entry_point) ? checkEntryPoint(input.script_entry_point) : 'main',
-    script: checkScript(scriptOf(input)),
-    form_inputs: given(input.form_inputs) ? checkFormInputs(input.form_inputs) : [],
-    // Publishing builds nothing (scripts are compiled in the sandbox at run time): ready at once.
-    container_status: 'SUCCESS' satisfies ContainerStatus,
-  };
+  const body = newTemplateBody(input);
   return createEntity(db, actor, WORKER_TEMPLATE, {
     name: input.name,
     description: input.description,
@@ -213,6 +285,7 @@ export async function updateWorkerTemplate(
   id: string,
   input: WorkerTemplateInput,
 ): Promise<EntityRecord> {
+  await refuseBuiltin(db, actor, id);
   return updateEntity(db, actor, WORKER_TEMPLATE, id, undefined, (current) => {
     const body = { ...current.body };
     if (input.category !== undefined) body.category = checkCategory(input.category);
@@ -223,16 +296,20 @@ export async function updateWorkerTemplate(
     const script = scriptOf(input);
     if (given(script)) body.script = checkScript(script);
     if (given(input.form_inputs)) body.form_inputs = checkFormInputs(input.form_inputs);
+    // Null is meaningful here: back to the service's default limits.
+    if (input.memory_limit_mb !== undefined) body.memory_limit_mb = checkMemoryLimit(input.memory_limit_mb);
+    if (input.timeout_seconds !== undefined) body.timeout_seconds = checkTimeout(input.timeout_seconds);
     return {
       name: given(input.name) ? input.name : undefined,
       description: input.description,
       tags: input.tags,
-      body,
+      body: compiled(body),
     };
   });
 }
 
 export async function deleteWorkerTemplate(db: Database, actor: Actor, id: string) {
+  await refuseBuiltin(db, actor, id);
   const record = await deleteEntity(db, actor, WORKER_TEMPLATE, id);
   return { deleted: true, id: record.id, name: record.name };
 }
@@ -248,7 +325,38 @@ export function readWorkerTemplate(record: EntityRecord): WorkerTemplate {
     scriptRuntime: view.script_runtime as ScriptRuntime,
     scriptEntryPoint: view.script_entry_point as string,
     formInputs: view.form_inputs as FormInput[],
+    compiledScript: typeof record.body.script_compiled === 'string' ? record.body.script_compiled : null,
+    memoryLimitMb: view.memory_limit_mb as number | null,
+    timeoutSeconds: view.timeout_seconds as number | null,
   };
+}
+
+/** The limits of the sandbox a template's script runs in. */
+export interface TemplateSandboxLimits {
+  memoryLimitMb?: number;
+  timeoutMs?: number;
+}
+
+/**
+ * A template's limits where it sets them, within the worker process's ceiling; the process's
+ * defaults (or the sandbox's own, when those are unset) where it does not.
+ */
+export function templateSandboxLimits(
+  template: Pick<WorkerTemplate, 'memoryLimitMb' | 'timeoutSeconds'>,
+  defaults: TemplateSandboxLimits,
+  ceiling: Required<TemplateSandboxLimits> = {
+    memoryLimitMb: TEMPLATE_LIMIT_BOUNDS.memoryLimitMb.max,
+    timeoutMs: TEMPLATE_LIMIT_BOUNDS.timeoutSeconds.max * 1000,
+  },
+): TemplateSandboxLimits {
+  const limits = { ...defaults };
+  if (template.memoryLimitMb !== null) {
+    limits.memoryLimitMb = Math.min(template.memoryLimitMb, ceiling.memoryLimitMb);
+  }
+  if (template.timeoutSeconds !== null) {
+    limits.timeoutMs = Math.min(template.timeoutSeconds * 1000, ceiling.timeoutMs);
+  }
+  return limits;
 }
 
 /** A template of the account, for running or validating a workflow; another account's is not found. */

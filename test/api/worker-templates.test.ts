@@ -1,9 +1,27 @@
 import { createHash } from 'node:crypto';
-import type { Database } from '../../engine/db/database';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { listAccounts } from '../../engine/accounts/account-store';
+import { connectDatabase, type Database } from '../../engine/db/database';
 import { NotFound } from '../../engine/errors';
-import { loadWorkerTemplate } from '../../engine/worker-templates/worker-template-store';
+import {
+  BUILTIN_TEMPLATES_DIR,
+  builtinTemplateId,
+  type PublishedBuiltin,
+  publishBuiltinTemplates,
+} from '../../engine/worker-templates/builtin-templates';
+import { SYSTEM_ACCOUNT_ID } from '../../engine/worker-templates/system-account';
+import {
+  loadWorkerTemplate,
+  templateSandboxLimits,
+} from '../../engine/worker-templates/worker-template-store';
+import { runScript } from '../../plugins/sandbox/script-sandbox';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
+
+/** The stress test built-in's id, pinned: changing it would break every workflow that names it. */
+const PINNED_STRESS_TEST_ID = 'wtpl_osPPdJ2bhgnusJnmlmqNvSB71';
 
 const SCRIPT = 'function main(args) {\n  return { echoed: args.script_inputs };\n}\n';
 
@@ -73,6 +91,9 @@ describe('worker templates', () => {
         script_entry_point: 'main',
         run_locally: true,
         container_status: 'SUCCESS',
+        memory_limit_mb: null,
+        timeout_seconds: null,
+        builtin: false,
         form_inputs: [],
         script: SCRIPT,
         created: expect.any(Number),
@@ -116,6 +137,9 @@ describe('worker templates', () => {
       script_entry_point: 'run',
       run_locally: true,
       container_status: 'SUCCESS',
+      memory_limit_mb: null,
+      timeout_seconds: null,
+      builtin: false,
       form_inputs: SAMPLE_FORM_INPUTS,
       script: 'export function run(args: { n: number }) { return { n: args.n }; }',
       created: expect.any(Number),
@@ -342,6 +366,9 @@ describe('worker templates', () => {
         'script_entry_point',
         'run_locally',
         'container_status',
+        'memory_limit_mb',
+        'timeout_seconds',
+        'builtin',
         'created',
         'updated',
         'version',
@@ -391,6 +418,9 @@ describe('worker templates', () => {
       scriptRuntime: 'javascript',
       scriptEntryPoint: 'start',
       formInputs: SAMPLE_FORM_INPUTS,
+      compiledScript: null,
+      memoryLimitMb: null,
+      timeoutSeconds: null,
     });
     const other = await createTestAccount(db);
     await expect(loadWorkerTemplate(db, other.accountId, created.id)).rejects.toBeInstanceOf(NotFound);
@@ -441,5 +471,359 @@ describe('worker templates', () => {
     expect(Object.keys(schema.properties)).toEqual(
       expect.arrayContaining(['form_inputs', 'script', 'container_status', 'run_locally']),
     );
+    // The extensions are documented: limits with their bounds, built-ins read-only.
+    expect(schema.properties).toMatchObject({
+      memory_limit_mb: { description: expect.stringMatching(/memory limit/) },
+      timeout_seconds: { description: expect.stringMatching(/time limit/) },
+      builtin: { description: expect.stringMatching(/read-only/) },
+    });
+    const put = doc.paths['/worker_templates/{id}'].put;
+    const body = put.requestBody.content['application/json'].schema.properties;
+    expect(body.memory_limit_mb.description).toMatch(/from 16 to 1024/);
+    expect(body.timeout_seconds.description).toMatch(/from 1 to 600/);
+    expect(Object.keys(put.responses)).toContain('403');
+    expect(Object.keys(doc.paths['/worker_templates/{id}'].delete.responses)).toContain('403');
+  });
+
+  describe('per-template sandbox limits', () => {
+    test('memory_limit_mb and timeout_seconds: stored, shown, null back to the default', async () => {
+      const created = await publish({ memory_limit_mb: 256, timeout_seconds: 5 });
+      expect(created).toMatchObject({ memory_limit_mb: 256, timeout_seconds: 5 });
+      const kept = await call('PUT', `/v2/worker_templates/${created.id}`, { name: 'Renamed' });
+      expect(kept.json().worker_template).toMatchObject({ memory_limit_mb: 256, timeout_seconds: 5 });
+      const reset = await call('PUT', `/v2/worker_templates/${created.id}`, { memory_limit_mb: null });
+      expect(reset.json().worker_template).toMatchObject({ memory_limit_mb: null, timeout_seconds: 5 });
+      const loaded = await loadWorkerTemplate(db, account.accountId, created.id);
+      expect([loaded.memoryLimitMb, loaded.timeoutSeconds]).toEqual([null, 5]);
+    });
+
+    test.each([
+      ['memory_limit_mb', 15],
+      ['memory_limit_mb', 1025],
+      ['memory_limit_mb', 64.5],
+      ['memory_limit_mb', '64'],
+      ['timeout_seconds', 0],
+      ['timeout_seconds', 601],
+      ['timeout_seconds', 2.5],
+      ['timeout_seconds', true],
+    ])('%s = %p → 400 naming the bounds, on POST and PUT', async (field, value) => {
+      const before = await count();
+      const res = await call('POST', '/v2/worker_templates', { name: 'T', script: SCRIPT, [field]: value });
+      expect(res.statusCode).toBe(400);
+      const bounds = field === 'memory_limit_mb' ? '16 to 1024' : '1 to 600';
+      expect(res.json()).toEqual({
+        code: 400,
+        message: `${field} must be a whole number from ${bounds}, or null for the service's default.`,
+      });
+      expect(await count()).toBe(before);
+      const created = await publish();
+      const put = await call('PUT', `/v2/worker_templates/${created.id}`, { [field]: value });
+      expect(put.statusCode).toBe(400);
+      expect((await call('GET', `/v2/worker_templates/${created.id}`)).json().worker_template.version).toBe(
+        '1',
+      );
+    });
+
+    test('a template raises or lowers the process defaults, never past the ceiling', () => {
+      const defaults = { memoryLimitMb: 64, timeoutMs: 3_000 };
+      expect(templateSandboxLimits({ memoryLimitMb: null, timeoutSeconds: null }, defaults)).toEqual(
+        defaults,
+      );
+      expect(templateSandboxLimits({ memoryLimitMb: 256, timeoutSeconds: 1 }, defaults)).toEqual({
+        memoryLimitMb: 256,
+        timeoutMs: 1_000,
+      });
+      expect(
+        templateSandboxLimits({ memoryLimitMb: 512, timeoutSeconds: 600 }, defaults, {
+          memoryLimitMb: 300,
+          timeoutMs: 60_000,
+        }),
+      ).toEqual({ memoryLimitMb: 300, timeoutMs: 60_000 });
+      // Unset process defaults stay unset: the sandbox's own apply.
+      expect(templateSandboxLimits({ memoryLimitMb: null, timeoutSeconds: 10 }, {})).toEqual({
+        timeoutMs: 10_000,
+      });
+    });
+  });
+
+  describe('TypeScript transpiled when published', () => {
+    const TS = [
+      'interface Args { inputs: { n: number } }',
+      'export function main(args: Args): { twice: number } {',
+      '  const n: number = args.inputs.n;',
+      '  return { twice: n * 2 };',
+      '}',
+    ].join('\n');
+    const stored = async (id: string) =>
+      (
+        (await db('entities').where({ kind: 'worker_template', id }).first()) as {
+          body: Record<string, unknown>;
+        }
+      ).body;
+
+    test('the JavaScript is stored beside the source and runs in the sandbox as it is', async () => {
+      const created = await publish({ script_runtime: 'typescript', script: TS });
+      expect(created.script).toBe(TS);
+      expect(created).not.toHaveProperty('script_compiled');
+      const body = await stored(created.id);
+      expect(body.script).toBe(TS);
+      expect(body.script_compiled).toEqual(expect.stringContaining('args.inputs.n'));
+      expect(body.script_compiled).not.toMatch(/interface|: number/);
+      const outcome = await runScript({
+        source: body.script_compiled as string,
+        args: { inputs: { n: 21 } },
+      });
+      expect(outcome).toMatchObject({ ok: true, result: { twice: 42 } });
+      const loaded = await loadWorkerTemplate(db, account.accountId, created.id);
+      expect(loaded.compiledScript).toBe(body.script_compiled);
+    });
+
+    test('a syntax error → 400 naming the line; nothing stored or changed', async () => {
+      const before = await count();
+      const broken = 'const a: number = 1;\nexport function main(args: { a: number ) { return 1; }\n';
+      const res = await call('POST', '/v2/worker_templates', {
+        name: 'Broken',
+        script_runtime: 'typescript',
+        script: broken,
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({
+        code: 400,
+        message: "script is not valid TypeScript: line 2: Expected ';', got ')'",
+      });
+      expect(await count()).toBe(before);
+
+      const created = await publish({ script_runtime: 'typescript', script: TS });
+      const put = await call('PUT', `/v2/worker_templates/${created.id}`, { script: broken });
+      expect(put.statusCode).toBe(400);
+      expect(put.json().message).toMatch(/^script is not valid TypeScript: line 2: /);
+      expect((await stored(created.id)).script).toBe(TS);
+      // Switching a JavaScript template to typescript checks its script too.
+      const js = await publish({ script: 'function main(args) { return args. ; }' });
+      const switched = await call('PUT', `/v2/worker_templates/${js.id}`, { script_runtime: 'typescript' });
+      expect(switched.statusCode).toBe(400);
+      expect(switched.json().message).toMatch(/^script is not valid TypeScript: line 1: /);
+    });
+
+    test('republishing recompiles; back to javascript drops the compiled copy', async () => {
+      const created = await publish({ script_runtime: 'typescript', script: TS });
+      const next = TS.replace('n * 2', 'n * 3');
+      await call('PUT', `/v2/worker_templates/${created.id}`, { script: next });
+      expect((await stored(created.id)).script_compiled).toEqual(expect.stringContaining('n * 3'));
+      await call('PUT', `/v2/worker_templates/${created.id}`, {
+        script_runtime: 'javascript',
+        script: 'function main() { return 1; }',
+      });
+      expect(await stored(created.id)).not.toHaveProperty('script_compiled');
+    });
+  });
+});
+
+/** In a database of their own: the other tests count and list exactly what they publish. */
+describe('built-in worker templates', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+  let other: TestAccount;
+  let published: PublishedBuiltin[];
+  let scratch: string;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    t = await createTestApp(db);
+    account = await createTestAccount(db);
+    other = await createTestAccount(db);
+    published = await publishBuiltinTemplates(db);
+    scratch = await mkdtemp(path.join(tmpdir(), 'pas-builtins-'));
+  });
+  afterAll(async () => {
+    await rm(scratch, { recursive: true, force: true });
+    await t.close();
+    await database.drop();
+  });
+
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
+    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const FOLDERS = [
+    'barrier',
+    'custom-script',
+    'forker',
+    'generate-report',
+    'retrieve-portfolio',
+    'risk-attribution',
+    'save-datastore',
+    'save-file-csv',
+    'stress-test',
+  ];
+
+  test('every folder of plugins/builtin is published once, with a fixed id derived from its name', async () => {
+    expect(published.map((p) => [p.folder, p.action, p.version])).toEqual(
+      FOLDERS.map((folder) => [folder, 'created', 1]),
+    );
+    for (const p of published) {
+      expect(p.id).toMatch(/^wtpl_[A-Za-z0-9]{25}$/);
+      expect(p.id).toBe(builtinTemplateId(p.folder));
+    }
+    expect(new Set(published.map((p) => p.id)).size).toBe(FOLDERS.length);
+    // Pinned: the same in every installation, so a workflow written against one service runs on another.
+    expect(builtinTemplateId('stress-test')).toBe(PINNED_STRESS_TEST_ID);
+    const rows = await db('entities').where({ kind: 'worker_template' }).select('account_id');
+    expect(rows.map((r) => r.account_id)).toEqual(FOLDERS.map(() => SYSTEM_ACCOUNT_ID));
+  });
+
+  test('every account lists and retrieves them, marked builtin, with their metadata', async () => {
+    for (const who of [account, other]) {
+      const list = await call('GET', '/v2/worker_templates?page_size=100', undefined, who);
+      expect(list.statusCode).toBe(200);
+      const items = list.json().worker_templates as Array<Record<string, unknown>>;
+      expect(items.map((w) => w.id).sort()).toEqual(published.map((p) => p.id).sort());
+      expect(items.every((w) => w.builtin === true)).toBe(true);
+    }
+    const id = builtinTemplateId('stress-test');
+    const res = await call('GET', `/v2/worker_templates/${id}`, undefined, other);
+    expect(res.statusCode).toBe(200);
+    const template = res.json().worker_template;
+    expect(template).toMatchObject({
+      id,
+      name: 'Stress test',
+      type: 'BASIC',
+      category: 'Calculations',
+      tags: ['builtin', 'calculation', 'stress_test'],
+      script_runtime: 'javascript',
+      timeout_seconds: 120,
+      memory_limit_mb: null,
+      builtin: true,
+      version: '1',
+    });
+    expect(template.script).toBe(
+      await readFile(path.join(BUILTIN_TEMPLATES_DIR, 'stress-test', 'script.js'), 'utf8'),
+    );
+    expect(template.form_inputs).toEqual(
+      expect.arrayContaining([
+        {
+          id: 'magnitude',
+          name: 'Shock magnitude',
+          type: 'number',
+          default: -0.1,
+          description: expect.any(String),
+        },
+      ]),
+    );
+    const views = await Promise.all(
+      published.map(async (p) => (await call('GET', `/v2/worker_templates/${p.id}`)).json().worker_template),
+    );
+    expect(
+      Object.fromEntries(views.map((w: { name: string; type: string }) => [w.name, w.type])),
+    ).toMatchObject({
+      'Split list (forker)': 'FORKER',
+      'Join branches (barrier)': 'BARRIER',
+    });
+    // An account's own templates are listed beside them and stay its own.
+    const own = (await call('POST', '/v2/worker_templates', { name: 'Mine', script: SCRIPT })).json()
+      .worker_template.id as string;
+    const mine = (await call('GET', '/v2/worker_templates?page_size=100')).json().worker_templates;
+    expect(mine.map((w: { id: string }) => w.id)).toContain(own);
+    const theirs = (await call('GET', '/v2/worker_templates?page_size=100', undefined, other)).json();
+    expect(theirs.worker_templates.map((w: { id: string }) => w.id)).not.toContain(own);
+    expect((await call('GET', `/v2/worker_templates/${own}`, undefined, other)).statusCode).toBe(404);
+  });
+
+  test('read-only: PUT and DELETE by an account → 403 with a clear message, nothing changes', async () => {
+    const id = builtinTemplateId('custom-script');
+    const before = await db('entities').where({ kind: 'worker_template', id }).first();
+    const put = await call('PUT', `/v2/worker_templates/${id}`, {
+      name: 'Hijacked',
+      script: 'function main() {}',
+    });
+    expect(put.statusCode).toBe(403);
+    expect(put.json()).toEqual({
+      code: 403,
+      message: `Worker template ${id} (Custom script) is built in and read-only: publish a template of your own with its script to change it.`,
+    });
+    const del = await call('DELETE', `/v2/worker_templates/${id}`, undefined, other);
+    expect(del.statusCode).toBe(403);
+    expect(del.json().message).toMatch(/is built in and read-only/);
+    expect(await db('entities').where({ kind: 'worker_template', id }).first()).toEqual(before);
+  });
+
+  test('publishing again changes nothing; a changed script or metadata bumps the version, same id', async () => {
+    const again = await publishBuiltinTemplates(db);
+    expect(again.map((p) => [p.folder, p.action, p.version])).toEqual(
+      FOLDERS.map((f) => [f, 'unchanged', 1]),
+    );
+
+    const dir = path.join(scratch, 'changed');
+    await cp(BUILTIN_TEMPLATES_DIR, dir, { recursive: true });
+    const scriptFile = path.join(dir, 'forker', 'script.js');
+    await writeFile(scriptFile, `${await readFile(scriptFile, 'utf8')}\n// a comment\n`);
+    const metaFile = path.join(dir, 'barrier', 'template.json');
+    const meta = JSON.parse(await readFile(metaFile, 'utf8'));
+    await writeFile(metaFile, JSON.stringify({ ...meta, version: '1.0.1' }));
+    const changed = await publishBuiltinTemplates(db, dir);
+    expect(
+      changed.filter((p) => p.action !== 'unchanged').map((p) => [p.folder, p.action, p.version]),
+    ).toEqual([
+      ['barrier', 'updated', 2],
+      ['forker', 'updated', 2],
+    ]);
+    const forker = (await call('GET', `/v2/worker_templates/${builtinTemplateId('forker')}`)).json()
+      .worker_template;
+    expect(forker).toMatchObject({ version: '2', script: expect.stringContaining('// a comment') });
+    const audits = await db('audit_logs')
+      .where({ account_id: SYSTEM_ACCOUNT_ID, entity_id: builtinTemplateId('forker') })
+      .orderBy('created_at');
+    expect(audits.map((r) => [r.operation, r.user_email])).toEqual([
+      ['CREATE', 'System'],
+      ['UPDATE', 'System'],
+    ]);
+    // And back: the shipped folders are republished over it.
+    const restored = await publishBuiltinTemplates(db);
+    expect(restored.filter((p) => p.action !== 'unchanged').map((p) => p.folder)).toEqual([
+      'barrier',
+      'forker',
+    ]);
+  });
+
+  test('several processes publishing at once: each template created once, version 1', async () => {
+    const dir = path.join(scratch, 'fresh');
+    for (const name of ['alpha', 'beta']) {
+      await mkdir(path.join(dir, name), { recursive: true });
+      await writeFile(
+        path.join(dir, name, 'template.json'),
+        JSON.stringify({ name: `Concurrent ${name}`, type: 'BASIC', version: '1.0.0' }),
+      );
+      await writeFile(
+        path.join(dir, name, 'script.ts'),
+        `export function main(): string { return '${name}'; }\n`,
+      );
+    }
+    // Separate pools, as separate processes would have.
+    const pools = [0, 1, 2, 3].map(() => connectDatabase(database.url, 2));
+    try {
+      const results = await Promise.all(pools.map((pool) => publishBuiltinTemplates(pool, dir)));
+      for (const folder of ['alpha', 'beta']) {
+        const actions = results.map((r) => r.find((p) => p.folder === folder)!.action).sort();
+        expect(actions).toEqual(['created', 'unchanged', 'unchanged', 'unchanged']);
+      }
+    } finally {
+      await Promise.all(pools.map((pool) => pool.destroy()));
+    }
+    const rows = await db('entities').whereIn('id', [builtinTemplateId('alpha'), builtinTemplateId('beta')]);
+    expect(
+      rows.map((r) => [r.name, r.version, r.body.script_runtime, typeof r.body.script_compiled]).sort(),
+    ).toEqual([
+      ['Concurrent alpha', 1, 'typescript', 'string'],
+      ['Concurrent beta', 1, 'typescript', 'string'],
+    ]);
+  });
+
+  test("the system account is nobody's tenant: no users, no keys, not listed as an account", async () => {
+    expect(await db('users').where({ account_id: SYSTEM_ACCOUNT_ID })).toEqual([]);
+    expect(await db('api_keys').where({ account_id: SYSTEM_ACCOUNT_ID })).toEqual([]);
+    const ids = (await listAccounts(db)).map((a) => a.id);
+    expect(ids).not.toContain(SYSTEM_ACCOUNT_ID);
+    expect(ids).toEqual(expect.arrayContaining([account.accountId, other.accountId]));
   });
 });

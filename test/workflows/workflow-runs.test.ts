@@ -527,16 +527,14 @@ describe('workflow runs', () => {
         ids: [t, workflow.id, ended.id],
       });
 
-      // A template that does not transpile fails its worker, not the worker process.
+      // A template that does not transpile is refused when published; the stored one keeps running.
       const broken = await h.call('PUT', `/v2/worker_templates/${templateId}`, {
         script: 'export function main(args: { a: number ) { return 1; }',
       });
-      expect(broken.statusCode).toBe(200);
-      const failed = await runToEnd(workflow.id, { value: 7 });
-      expect(failed.run_status).toBe('FAILED');
-      expect((failed.resume as { failure: { message: string } }).failure.message).toMatch(
-        /^TypeScript could not be transpiled: .*Expected/s,
-      );
+      expect(broken.statusCode).toBe(400);
+      expect(broken.json().message).toMatch(/line 1/);
+      const again = await runToEnd(workflow.id, { value: 7 });
+      expect(await enderResult(again)).toMatchObject({ scaled: 21 });
     });
 
     test('STARTER templates take required inputs from the run parameters, checked when the run starts', async () => {

@@ -1,0 +1,157 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Actor } from '../audit/audit-trail';
+import type { Database } from '../db/database';
+import type { EntityRecord } from '../entities/entity-store';
+import { InvalidInput } from '../errors';
+import {
+  createWorkerTemplate,
+  updateWorkerTemplate,
+  WORKER_TEMPLATE,
+  type WorkerTemplateInput,
+} from './worker-template-store';
+
+/**
+ * A worker template as a folder: `template.json` (the metadata: name, description, type, tags,
+ * category, form_inputs, script_entry_point, memory_limit_mb, timeout_seconds, version, and
+ * optionally `script`, the script's file name) beside the script (`script.ts` or `script.js` when
+ * the metadata names none). The runtime follows the script's extension. The built-in templates in
+ * plugins/builtin/ and `pas templates publish <folder>` both read this layout.
+ */
+export const METADATA_FILE = 'template.json';
+const SCRIPT_FILES = ['script.ts', 'script.js'];
+
+export interface TemplateFolder {
+  input: WorkerTemplateInput;
+  /** The metadata's `version` (a release label such as 1.2.0); the stored version is a counter. */
+  release: string | null;
+}
+
+const METADATA_FIELDS = [
+  'name',
+  'description',
+  'tags',
+  'category',
+  'visible',
+  'type',
+  'script_entry_point',
+  'form_inputs',
+  'memory_limit_mb',
+  'timeout_seconds',
+] as const;
+
+async function scriptFileOf(dir: string, named: unknown): Promise<string> {
+  if (named !== undefined) {
+    // The script lives in the folder: a name, not a path that could reach elsewhere.
+    if (typeof named !== 'string' || path.basename(named) !== named || !/\.(ts|js)$/.test(named)) {
+      throw new InvalidInput(`${METADATA_FILE}: script must be a file name in the folder ending .ts or .js.`);
+    }
+    return named;
+  }
+  const present = (await readdir(dir)).filter((file) => SCRIPT_FILES.includes(file));
+  if (present.length !== 1) {
+    throw new InvalidInput(
+      `${dir}: expected one of ${SCRIPT_FILES.join(' or ')} (or "script" in ${METADATA_FILE}), found ${present.length}.`,
+    );
+  }
+  return present[0]!;
+}
+
+export async function readTemplateFolder(dir: string): Promise<TemplateFolder> {
+  let metadata: unknown;
+  try {
+    metadata = JSON.parse(await readFile(path.join(dir, METADATA_FILE), 'utf8'));
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : 'is not valid JSON';
+    throw new InvalidInput(`${path.join(dir, METADATA_FILE)} ${reason}.`);
+  }
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) {
+    throw new InvalidInput(`${METADATA_FILE} must hold a JSON object.`);
+  }
+  const meta = metadata as Record<string, unknown>;
+  const file = await scriptFileOf(dir, meta.script);
+  let script: string;
+  try {
+    script = await readFile(path.join(dir, file), 'utf8');
+  } catch {
+    throw new InvalidInput(`${path.join(dir, file)} cannot be read.`);
+  }
+  const runtime = file.endsWith('.ts') ? 'typescript' : 'javascript';
+  if (meta.script_runtime !== undefined && meta.script_runtime !== runtime) {
+    throw new InvalidInput(
+      `${METADATA_FILE}: script_runtime ${String(meta.script_runtime)} does not fit ${file}.`,
+    );
+  }
+  if (meta.version !== undefined && typeof meta.version !== 'string') {
+    throw new InvalidInput(`${METADATA_FILE}: version must be a string such as "1.0.0".`);
+  }
+  const input: WorkerTemplateInput = { script, script_runtime: runtime };
+  for (const field of METADATA_FIELDS) if (meta[field] !== undefined) input[field] = meta[field];
+  return { input, release: (meta.version as string | undefined) ?? null };
+}
+
+/**
+ * Publishes a folder as a template of the actor's account: a template of the same name is
+ * republished (its version increases), otherwise one is created.
+ */
+export async function publishTemplateFolder(
+  db: Database,
+  actor: Actor,
+  dir: string,
+): Promise<{ record: EntityRecord; created: boolean }> {
+  const { input } = await readTemplateFolder(dir);
+  if (typeof input.name !== 'string') throw new InvalidInput(`${METADATA_FILE}: name is required.`);
+  const same = (await db('entities')
+    .where({ account_id: actor.principal.accountId, kind: WORKER_TEMPLATE.kind, name: input.name })
+    .orderBy('created_at')
+    .first('id')) as { id: string } | undefined;
+  if (same) {
+    // Fields the folder leaves out go back to their defaults, as a fresh publish would set them.
+    const full: WorkerTemplateInput = {
+      category: null,
+      visible: true,
+      type: 'BASIC',
+      script_entry_point: 'main',
+      form_inputs: [],
+      memory_limit_mb: null,
+      timeout_seconds: null,
+      description: null,
+      tags: [],
+      ...input,
+    };
+    return { record: await updateWorkerTemplate(db, actor, same.id, full), created: false };
+  }
+  return { record: await createWorkerTemplate(db, actor, input), created: true };
+}
+
+/**
+ * `pas templates publish`: acts as the account's owner (the CLI is the operator's tool), recorded in
+ * the audit trail with the CLI as its user agent.
+ */
+export async function publishTemplateFolderAs(
+  db: Database,
+  accountId: string,
+  dir: string,
+): Promise<{ record: EntityRecord; created: boolean }> {
+  const owner = (await db('users')
+    .where({ account_id: accountId, is_owner: true })
+    .whereNull('disabled_at')
+    .orderBy('created_at')
+    .first('id', 'email')) as { id: string; email: string } | undefined;
+  if (!owner) throw new InvalidInput(`Account ${accountId} not found (or it has no active owner).`);
+  const actor: Actor = {
+    principal: {
+      accountId,
+      userId: owner.id,
+      userEmail: owner.email,
+      isOwner: true,
+      permissions: [],
+      credentialId: '',
+      credentialType: 'API_KEY',
+    },
+    source: 'UNKNOWN',
+    ip: null,
+    userAgent: 'pas-cli',
+  };
+  return publishTemplateFolder(db, actor, path.resolve(dir));
+}

@@ -1,0 +1,124 @@
+/* global sdk */
+
+/**
+ * The previous worker's output as a table `{columns, rows}`: a calculation result (one row per
+ * security, measure and projection), a list of objects (their keys are the columns), a list of
+ * lists (the first is the heading), a list of values, `{items}`, or an object (key and value).
+ */
+function tabulate(value) {
+  let table = value;
+  if (table !== null && typeof table === 'object' && !Array.isArray(table)) {
+    if (table.stress_test) table = table.stress_test;
+    else if (table.risk_attribution) table = table.risk_attribution;
+  }
+  if (isCalculation(table)) {
+    const rows = [];
+    for (const result of table.results) {
+      for (const measure of ['ev', 'cvar_neg', 'cvar_pos', 'mctr']) {
+        if (!Array.isArray(result[measure])) continue;
+        for (const part of result[measure]) rows.push([result.id, measure, part.projection, part.value]);
+      }
+    }
+    return { columns: ['id', 'measure', 'projection', 'value'], rows };
+  }
+  if (table !== null && typeof table === 'object' && !Array.isArray(table) && Array.isArray(table.items)) {
+    table = table.items;
+  }
+  if (Array.isArray(table)) {
+    if (table.length > 0 && table.every((row) => Array.isArray(row))) {
+      return { columns: table[0].map(cell), rows: table.slice(1).map((row) => row.map(cell)) };
+    }
+    if (table.length > 0 && table.every((row) => row !== null && typeof row === 'object')) {
+      const columns = [];
+      for (const row of table)
+        for (const key of Object.keys(row)) if (!columns.includes(key)) columns.push(key);
+      return { columns, rows: table.map((row) => columns.map((key) => cell(row[key]))) };
+    }
+    return { columns: ['value'], rows: table.map((item) => [cell(item)]) };
+  }
+  if (table !== null && typeof table === 'object') {
+    return { columns: ['key', 'value'], rows: Object.entries(table).map(([key, item]) => [key, cell(item)]) };
+  }
+  return { columns: ['value'], rows: [[cell(table)]] };
+}
+
+function isCalculation(value) {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    Array.isArray(value.results) &&
+    value.results.every((result) => result !== null && typeof result === 'object' && 'id' in result)
+  );
+}
+
+/** A table cell: numbers and strings as they are, null for nothing, anything else as JSON text. */
+function cell(value) {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+/** Per security, the sum of a measure over its projections (its total EV, CVaR or contribution). */
+function totals(calculation, measure) {
+  return calculation.results.map((result) =>
+    Array.isArray(result[measure]) ? result[measure].reduce((sum, part) => sum + part.value, 0) : null,
+  );
+}
+
+function widgetsFor(input) {
+  if (input !== null && typeof input === 'object' && Array.isArray(input.widgets)) return input.widgets;
+  const stress = input !== null && typeof input === 'object' ? input.stress_test : undefined;
+  const attribution = input !== null && typeof input === 'object' ? input.risk_attribution : undefined;
+  if (isCalculation(stress)) {
+    const ids = stress.results.map((result) => String(result.id));
+    const ev = totals(stress, 'ev');
+    return [
+      { name: `Expected P&L, shock ${stress.magnitude}`, type: 'bar', labels: ids, values: ev },
+      {
+        name: 'Stress test by security',
+        type: 'table',
+        columns: ['id', 'ev', 'cvar_neg', 'cvar_pos'],
+        rows: ids.map((id, i) => [id, ev[i], totals(stress, 'cvar_neg')[i], totals(stress, 'cvar_pos')[i]]),
+      },
+    ];
+  }
+  if (isCalculation(attribution)) {
+    const ids = attribution.results.map((result) => String(result.id));
+    const mctr = totals(attribution, 'mctr');
+    return [
+      { name: 'Risk contribution', type: 'bar', labels: ids, values: mctr },
+      {
+        name: 'Risk attribution by security',
+        type: 'table',
+        columns: ['id', 'mctr'],
+        rows: ids.map((id, i) => [id, mctr[i]]),
+      },
+    ];
+  }
+  if (Array.isArray(input) || (input !== null && typeof input === 'object' && Array.isArray(input.items))) {
+    const table = tabulate(input);
+    return [{ name: 'Data', type: 'table', columns: table.columns.map(String), rows: table.rows }];
+  }
+  // A text widget holds at most 20,000 characters.
+  const text = JSON.stringify(input, null, 2) ?? 'null';
+  return [{ name: 'Output', type: 'text', text: text.length > 20000 ? `${text.slice(0, 19990)}\n…` : text }];
+}
+
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- the sandbox calls main
+async function main(args) {
+  const { name, description, tags, authorization } = args.script_inputs;
+  const fields = { name, authorization, widgets: widgetsFor(args.inputs) };
+  if (description !== undefined && description !== null) fields.description = description;
+  if (tags !== undefined && tags !== null) fields.tags = tags;
+  const report = await sdk.createReport(fields);
+  return {
+    report_id: report.id,
+    name: report.name,
+    url: report.url,
+    relative_url: report.relative_url,
+    absolute_url: report.absolute_url,
+    widgets: fields.widgets.length,
+  };
+}
