@@ -3,10 +3,12 @@ import cron from 'node-cron';
 import { loadConfig } from '../engine/config';
 import { describeSimulationEngine, startSimulationEngine } from '../engine/calculations/simulation-engine';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
+import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
 import { expireIdleUploads } from '../engine/files/file-uploads';
 import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
 import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { buildApp } from './app';
 
 /** API process entry: `npm run start:api` (stateless; scale out by running more of these). */
@@ -17,14 +19,18 @@ async function main(): Promise<void> {
   }
   const db = connectDatabase(config.databaseUrl);
   await migrateLatest(db);
+  // Both processes publish the built-in templates (idempotent, safe concurrently): whichever starts
+  // first, they are there before a workflow can name them.
+  await publishBuiltinTemplates(db);
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace });
   // Before listening: the probe takes about a second and would otherwise compete with requests.
   const simulation = await startSimulationEngine(config);
+  const workflows = temporalWorkflowRunner(client, config.temporalTaskQueue);
   const app = await buildApp({
     config,
     db,
-    workflows: temporalWorkflowRunner(client, config.temporalTaskQueue),
+    workflows,
     simulation,
   });
   app.log.info(
@@ -61,6 +67,11 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
   await app.listen({ port: config.port, host: config.host });
+  // Schedules lost or left over (a save whose commit failed, a restored database) are fixed at start.
+  reconcileSchedules(db, workflows.schedules).then(
+    (report) => app.log.info({ report }, 'api: schedules reconciled'),
+    (error: unknown) => app.log.warn({ err: error }, 'api: schedule reconciliation failed'),
+  );
 }
 
 main().catch((error: unknown) => {

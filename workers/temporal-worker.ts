@@ -1,27 +1,48 @@
+import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker } from '@temporalio/worker';
+import type { SimulationBackend } from '../calc';
 import type { Database } from '../engine/db/database';
+import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
 import type { SandboxLimits } from '../plugins/sandbox/script-sandbox';
+import { createTriggerActivities } from './activities/trigger-activities';
 import { createWorkerActivities } from './activities/worker-activities';
 
-/** A Temporal Worker polling `taskQueue` with the interpreter workflow and its activities. */
+/**
+ * A Temporal Worker polling `taskQueue` with the interpreter and scheduled-launcher workflows
+ * (workflows/index.ts) and their activities.
+ */
 export async function createTemporalWorker(options: {
   db: Database;
   connection: NativeConnection;
+  /**
+   * A client of the same namespace: scheduled launches record and start runs through it. Without
+   * one (a worker that only runs interpreter runs) a scheduled launch fails, saying why.
+   */
+  client?: Client;
   namespace: string;
   taskQueue: string;
   /** The service's base URL, for the absolute addresses in reports that scripts read or write. */
   publicUrl: string;
   sandboxLimits?: Partial<SandboxLimits>;
+  /** Where scripts' calculations simulate; the caller owns it (and closes it after the worker). */
+  simulation?: SimulationBackend;
 }): Promise<Worker> {
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    workflowsPath: require.resolve('./workflows/interpreter-workflow'),
-    activities: createWorkerActivities(options.db, {
-      publicUrl: options.publicUrl,
-      sandboxLimits: options.sandboxLimits,
-    }),
+    workflowsPath: require.resolve('./workflows/index'),
+    activities: {
+      ...createWorkerActivities(options.db, {
+        publicUrl: options.publicUrl,
+        sandboxLimits: options.sandboxLimits,
+        simulation: options.simulation,
+      }),
+      ...createTriggerActivities(
+        options.db,
+        options.client ? temporalWorkflowRunner(options.client, options.taskQueue) : null,
+      ),
+    },
     // Workers share the host with the sandbox isolates; keep concurrency within 2 cores.
     maxConcurrentActivityTaskExecutions: 8,
   });

@@ -1,6 +1,11 @@
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import { startSimulationEngine } from '../engine/calculations/simulation-engine';
 import { loadConfig } from '../engine/config';
 import { connectDatabase, migrateLatest } from '../engine/db/database';
+import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
+import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { createTemporalWorker } from './temporal-worker';
 
 /** Worker process entry: `npm run start:worker` (scale out by running more of these). */
@@ -11,21 +16,47 @@ async function main(): Promise<void> {
   }
   const db = connectDatabase(config.databaseUrl);
   await migrateLatest(db);
+  // Both processes publish the built-in templates (idempotent, safe concurrently): whichever starts
+  // first, they are there before a workflow can name them.
+  await publishBuiltinTemplates(db);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  // Scheduled launches record and start runs through a client, as the API does.
+  const clientConnection = await Connection.connect({ address: config.temporalAddress });
+  const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
+  // Scripts' runStressTest and runRiskAttribution simulate here: CALC_BACKEND=auto (the default)
+  // times typed, threads (CALC_THREADS, default os.availableParallelism()) and gpujs at start.
+  const simulation = await startSimulationEngine(config);
+  console.log(
+    `worker: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,
+  );
   const worker = await createTemporalWorker({
     db,
     connection,
+    client,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
     publicUrl: config.publicUrl,
+    simulation: simulation.backend,
   });
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   console.log(`worker: polling task queue ${config.temporalTaskQueue}`);
+  // Schedules lost or left over (a save whose commit failed, a restored database) are fixed here;
+  // in the background, so a slow Temporal never delays polling.
+  reconcileSchedules(db, temporalWorkflowRunner(client, config.temporalTaskQueue).schedules).then(
+    (report) => console.log(`worker: schedules reconciled ${JSON.stringify(report)}`),
+    (error: unknown) =>
+      console.error(
+        'worker: schedule reconciliation failed:',
+        error instanceof Error ? error.message : error,
+      ),
+  );
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();
+  await clientConnection.close();
   await connection.close();
+  await simulation.backend.close();
   await db.destroy();
 }
 

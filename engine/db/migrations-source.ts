@@ -4,6 +4,9 @@ import * as entities from '../../migrations/20261122000000_entities';
 import * as files from '../../migrations/20261122010000_files';
 import * as workflows from '../../migrations/20261122020000_workflows';
 import * as marketData from '../../migrations/20261122030000_market_data';
+import * as integrations from '../../migrations/20261123000000_integrations';
+import * as builtinTemplates from '../../migrations/20261123010000_builtin_templates';
+import * as sdkJournal from '../../migrations/20261123020000_sdk_journal';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -15,6 +18,9 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261122010000_files', files],
   ['20261122020000_workflows', workflows],
   ['20261122030000_market_data', marketData],
+  ['20261123000000_integrations', integrations],
+  ['20261123010000_builtin_templates', builtinTemplates],
+  ['20261123020000_sdk_journal', sdkJournal],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -23,6 +23,9 @@ describe('migrations', () => {
         '20261122010000_files',
         '20261122020000_workflows',
         '20261122030000_market_data',
+        '20261123000000_integrations',
+        '20261123010000_builtin_templates',
+        '20261123020000_sdk_journal',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -31,6 +34,9 @@ describe('migrations', () => {
         { name: '20261122010000_files' },
         { name: '20261122020000_workflows' },
         { name: '20261122030000_market_data' },
+        { name: '20261123000000_integrations' },
+        { name: '20261123010000_builtin_templates' },
+        { name: '20261123020000_sdk_journal' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

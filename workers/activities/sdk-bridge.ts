@@ -1,4 +1,9 @@
+import type { SimulationBackend } from '../../calc';
 import type { Actor } from '../../engine/audit/audit-trail';
+import {
+  runRiskAttributionCalculation,
+  runStressTestCalculation,
+} from '../../engine/calculations/calculation-service';
 import {
   CUSTOM_INDEX,
   createCustomIndex,
@@ -18,7 +23,8 @@ import {
   listEntities,
   viewEntity,
 } from '../../engine/entities/entity-store';
-import { DomainError, InvalidInput } from '../../engine/errors';
+import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
+import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
 import {
   createPortfolio,
   deletePortfolio,
@@ -33,6 +39,7 @@ import {
 } from '../../engine/private-securities/private-security-store';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
+import type { CallMode, SdkJournal } from './sdk-journal';
 
 /**
  * The SDK a worker script reaches as `sdk.<name>(...)`. Every call acts in the run's account and
@@ -46,6 +53,8 @@ export interface BridgeScope {
   workspace: string;
   /** Reports' views carry absolute addresses built on the service's base URL. */
   publicUrl: string;
+  /** Where runStressTest and runRiskAttribution simulate; the engine's reference backend if absent. */
+  simulation?: SimulationBackend;
 }
 
 /** One host function: the scope first, then the script's JSON arguments. */
@@ -116,6 +125,71 @@ const inWorkspace = (scope: BridgeScope, fields: Record<string, unknown>) => ({
   workspace: scope.workspace,
 });
 
+/**
+ * A file's content as the script passes it: `data` (the API's field) or its alias `content`, both
+ * strict Base64, or `text`, a string stored as UTF-8 (isolates have neither Buffer nor btoa).
+ * Exactly one of them; the engine then sees only `data`.
+ */
+function fileFields(scope: BridgeScope, fields: Record<string, unknown>): Record<string, unknown> {
+  const given = (['data', 'content', 'text'] as const).filter(
+    (key) => fields[key] !== undefined && fields[key] !== null,
+  );
+  if (given.length !== 1) {
+    throw new InvalidInput(
+      'Pass the file content as exactly one of text (a string, stored as UTF-8) or data (Base64; content is accepted as an alias).',
+    );
+  }
+  const { data: _data, content: _content, text, ...rest } = fields;
+  let data = fields[given[0]!];
+  if (given[0] === 'text') {
+    if (typeof text !== 'string') throw new InvalidInput('text must be a string.');
+    data = Buffer.from(text, 'utf8').toString('base64');
+  }
+  return inWorkspace(scope, { ...rest, data });
+}
+
+/** The most bytes readFile hands into the isolate (its JSON, Base64 included, must fit the sandbox). */
+export const READ_FILE_MAX_BYTES = 10 * 1024 * 1024;
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * `readFile(id, {encoding})`: the file's metadata plus its content, as `text` when the bytes are
+ * valid UTF-8 (and `encoding` is not `base64`), otherwise as `content` in Base64. Audited as a VIEW.
+ */
+async function readFileContent(scope: BridgeScope, id: unknown, options: unknown): Promise<unknown> {
+  const fileId = idArgument(id, 'id');
+  const encoding = options === undefined || options === null ? 'auto' : fieldsArgument(options).encoding;
+  if (encoding !== undefined && encoding !== 'auto' && encoding !== 'text' && encoding !== 'base64') {
+    throw new InvalidInput('encoding must be auto (default), text or base64.');
+  }
+  const record = await viewEntity(scope.db, scope.actor, FILE, fileId, scope.workspace);
+  const size = fileBody(record).size;
+  if (size > READ_FILE_MAX_BYTES) {
+    throw new PayloadTooLarge(
+      `File ${fileId} holds ${size} bytes; readFile returns at most ${READ_FILE_MAX_BYTES} bytes into a script.`,
+    );
+  }
+  const pieces: Buffer[] = [];
+  for await (const piece of fileBytes(scope.db, record)) pieces.push(piece);
+  const bytes = Buffer.concat(pieces);
+  const view = { id: record.id, name: record.name, content_type: fileBody(record).content_type, size };
+  if (encoding !== 'base64') {
+    try {
+      return { ...view, text: strictUtf8.decode(bytes) };
+    } catch {
+      if (encoding === 'text') throw new InvalidInput(`File ${fileId} is not valid UTF-8 text.`);
+    }
+  }
+  return { ...view, content: bytes.toString('base64') };
+}
+
+/** A calculation body as the API takes it, in the run's workspace whatever the script wrote. */
+function calculationBody(scope: BridgeScope, body: unknown): Record<string, unknown> {
+  if (!isPlainObject(body)) throw new InvalidInput('Pass the calculation request as an object.');
+  return { ...body, workspace: scope.workspace };
+}
+
 const RESOURCES: Resource[] = [
   {
     singular: 'Portfolio',
@@ -141,6 +215,14 @@ const RESOURCES: Resource[] = [
     update: (s, id, fields) =>
       updateReport(s.db, s.actor, reportKind(s.publicUrl), id, inWorkspace(s, fields)),
     remove: (s, id) => deleteReport(s.db, s.actor, reportKind(s.publicUrl), id, s.workspace),
+  },
+  {
+    singular: 'File',
+    plural: 'Files',
+    kind: () => FILE,
+    create: (s, fields) => createFile(s.db, s.actor, fileFields(s, fields)),
+    update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, fields)),
+    remove: (s, id) => deleteFile(s.db, s.actor, id, s.workspace),
   },
   {
     singular: 'CustomIndex',
@@ -195,25 +277,47 @@ function resourceFunctions(resource: Resource): Record<string, SdkFunction> {
 }
 
 /**
- * Every host function by the name a script calls it with. Files and calculations join this table
- * as they are built: one entry per function, nothing else changes.
+ * Beyond the resources: a file's content, and the two calculations. A calculation answers what the
+ * API's POST /calculations/<kind> answers under its key (`stress_test`, `risk_attribution`).
+ */
+const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
+  readFile: (s, id, options) => readFileContent(s, id, options),
+  runStressTest: async (s, body) =>
+    runStressTestCalculation(s.db, s.actor, calculationBody(s, body), s.workspace, {}, s.simulation),
+  runRiskAttribution: async (s, body) =>
+    runRiskAttributionCalculation(s.db, s.actor, calculationBody(s, body), s.workspace, {}, s.simulation),
+};
+
+/**
+ * Every host function by the name a script calls it with: one entry per function, nothing else
+ * changes.
  */
 export const SDK_FUNCTIONS: Readonly<Record<string, SdkFunction>> = Object.freeze(
-  Object.assign({}, ...RESOURCES.map(resourceFunctions)) as Record<string, SdkFunction>,
+  Object.assign({}, ...RESOURCES.map(resourceFunctions), OTHER_FUNCTIONS) as Record<string, SdkFunction>,
 );
+
+/**
+ * Reads only look (their VIEW audit aside) and are journaled after the fact; everything else acts
+ * and is journaled in the transaction of its effect (see sdk-journal.ts).
+ */
+export function callMode(name: string): CallMode {
+  return /^(retrieve|list|read)[A-Z]/.test(name) ? 'read' : 'write';
+}
 
 /**
  * The bridge of one worker execution: the table's functions bound to the run's scope. A domain
  * error (not found, invalid fields) reaches the script as its message; anything else is the
- * service's fault and must not show the script SQL or host details.
+ * service's fault and must not show the script SQL or host details. With a journal, each call is
+ * recorded (and, on a retried attempt, answered from the record): see sdk-journal.ts.
  */
-export function createSdkBridge(scope: BridgeScope): Record<string, HostFunction> {
+export function createSdkBridge(scope: BridgeScope, journal?: SdkJournal): Record<string, HostFunction> {
   return Object.fromEntries(
     Object.entries(SDK_FUNCTIONS).map(([name, fn]) => [
       name,
       async (...args: unknown[]) => {
         try {
-          return await fn(scope, ...args);
+          if (journal === undefined) return await fn(scope, ...args);
+          return await journal.call(name, args, callMode(name), (db) => fn({ ...scope, db }, ...args));
         } catch (error) {
           if (error instanceof DomainError) throw error;
           throw new Error(`sdk.${name} failed on the service side; try again later.`, { cause: error });

@@ -1,5 +1,6 @@
 import { heartbeat } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import type { SimulationBackend } from '../../calc';
 import type { Actor } from '../../engine/audit/audit-trail';
 import type { Database } from '../../engine/db/database';
 import { findEntity } from '../../engine/entities/entity-store';
@@ -23,21 +24,31 @@ import { conditionOf, forkItems } from '../../engine/workflows/worker-results';
 import {
   type FormInput,
   readWorkerTemplate,
+  templateSandboxLimits,
+  type TemplateSandboxLimits,
   WORKER_TEMPLATE,
 } from '../../engine/worker-templates/worker-template-store';
 import { runScript, type SandboxLimits, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
-import { transpileTypeScript } from './script-transpiler';
+import { transpileTypeScript } from '../../engine/worker-templates/script-transpiler';
 import { createSdkBridge } from './sdk-bridge';
+import { dropJournal, SdkJournal } from './sdk-journal';
 
 export interface WorkerActivityOptions {
   /** The service's base URL (reports' views carry absolute addresses). */
   publicUrl: string;
   /** Sandbox limits for every script this process runs; the sandbox's defaults otherwise. */
   sandboxLimits?: Partial<SandboxLimits>;
+  /**
+   * The most a template's own limits (memory_limit_mb, timeout_seconds) may raise them to; the
+   * publishing bounds otherwise.
+   */
+  sandboxCeiling?: Required<TemplateSandboxLimits>;
+  /** Where scripts' calculations simulate (chosen at start-up); the engine's reference otherwise. */
+  simulation?: SimulationBackend;
 }
 
-/** Well inside the interpreter's one-minute heartbeat timeout, so a long script never looks lost. */
-const HEARTBEAT_INTERVAL_MS = 10_000;
+/** A quarter of the interpreter's 20-second heartbeat timeout, so a long script never looks lost. */
+const HEARTBEAT_INTERVAL_MS = 5_000;
 
 async function loadExecution(db: Database, id: string): Promise<WorkflowExecutionRow> {
   const row = (await db('workflow_executions').where({ id }).first()) as WorkflowExecutionRow | undefined;
@@ -140,6 +151,8 @@ interface Program {
   source: string;
   entryPoint: string;
   formInputs: FormInput[] | null;
+  /** The template's own sandbox limits; null for an inline script. */
+  limits: Pick<ReturnType<typeof readWorkerTemplate>, 'memoryLimitMb' | 'timeoutSeconds'> | null;
 }
 
 /** The script a worker runs: its template's (TypeScript transpiled) or its inline one; null for none. */
@@ -158,15 +171,21 @@ async function programOf(
       throw error;
     }
     const template = readWorkerTemplate(record);
-    let source = template.script;
-    if (template.scriptRuntime === 'typescript') {
+    // TypeScript is transpiled when published; rows stored before that are transpiled here.
+    let source = template.compiledScript ?? template.script;
+    if (template.scriptRuntime === 'typescript' && template.compiledScript === null) {
       const transpiled = transpileTypeScript(`${template.id}@${record.version}`, template.script);
       if ('error' in transpiled) return transpiled;
       source = transpiled.code;
     }
-    return { source, entryPoint: template.scriptEntryPoint, formInputs: template.formInputs };
+    return {
+      source,
+      entryPoint: template.scriptEntryPoint,
+      formInputs: template.formInputs,
+      limits: { memoryLimitMb: template.memoryLimitMb, timeoutSeconds: template.timeoutSeconds },
+    };
   }
-  if (worker.script) return { source: worker.script, entryPoint: 'main', formInputs: null };
+  if (worker.script) return { source: worker.script, entryPoint: 'main', formInputs: null, limits: null };
   return null;
 }
 
@@ -235,6 +254,8 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           durationSeconds: measured.wallTimeMs / 1000,
           logs: measured.logs,
         });
+        // Ended: a retry answers the recorded outcome and never runs the script again.
+        await dropJournal(db, record.id);
         return {
           workerExecutionId: record.id,
           status: finalStatus,
@@ -275,12 +296,19 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
         parameters: execution.parameters,
         inputs,
       };
-      const bridge = createSdkBridge({
-        db,
-        actor: workerActor(execution),
-        workspace: execution.workspace,
-        publicUrl: options.publicUrl,
-      });
+      // Calls an earlier attempt of this execution made (its process died mid-script) answer from
+      // the journal instead of taking effect twice.
+      const journal = await SdkJournal.open(db, record.id);
+      const bridge = createSdkBridge(
+        {
+          db,
+          actor: workerActor(execution),
+          workspace: execution.workspace,
+          publicUrl: options.publicUrl,
+          simulation: options.simulation,
+        },
+        journal,
+      );
       const beat = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
       let outcome: ScriptOutcome;
       try {
@@ -288,12 +316,18 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           source: program.source,
           entryPoint: program.entryPoint,
           args,
-          limits: options.sandboxLimits,
+          limits: program.limits
+            ? {
+                ...options.sandboxLimits,
+                ...templateSandboxLimits(program.limits, options.sandboxLimits ?? {}, options.sandboxCeiling),
+              }
+            : options.sandboxLimits,
           bridge,
         });
       } finally {
         clearInterval(beat);
       }
+      outcome = { ...outcome, logs: journal.withLogs(outcome.logs) };
       return outcome.ok
         ? end('COMPLETED', outcome.result, null, outcome)
         : end('ERROR', null, describeFailure(outcome), outcome);

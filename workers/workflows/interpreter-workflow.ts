@@ -21,7 +21,10 @@ import type { WorkerActivities } from '../activities/worker-activities';
 // fails is not: the activity reports it as a result and the run ends FAILED.
 const ACTIVITY_OPTIONS = {
   startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '1 minute',
+  // How long a dead worker process goes unnoticed before its step is retried elsewhere (the
+  // SDK-call journal makes the rerun safe). runWorker beats every 5 s and scripts run off the event
+  // loop (isolated-vm), so 20 s leaves room for a slow database round trip without false alarms.
+  heartbeatTimeout: '20 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,

@@ -1,0 +1,195 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import type { Database } from '../../engine/db/database';
+import { newId } from '../../engine/ids';
+import {
+  createTestAccount,
+  createTestApp,
+  temporalAddress,
+  type TestAccount,
+  type TestApp,
+} from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+import { workerId } from './workflow-harness';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const FIXTURE = path.join('test', 'workflows', 'fixtures', 'worker-process.ts');
+
+interface WorkerProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<void>;
+}
+
+/** A worker in a process of its own (fixtures/worker-process.ts), once it polls the task queue. */
+async function startWorkerProcess(databaseUrl: string, taskQueue: string): Promise<WorkerProcess> {
+  let output = '';
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', FIXTURE], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      WORKER_DATABASE_URL: databaseUrl,
+      WORKER_TEMPORAL_ADDRESS: temporalAddress(),
+      WORKER_TASK_QUEUE: taskQueue,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 90_000;
+  while (!output.includes('polling')) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`worker process exited early:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`worker process did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { child, output: () => output, exited };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Kill and restart: the worker process dies (SIGKILL) in the middle of a script that already
+ * created a portfolio; Temporal notices by the missed heartbeat (20 s) and retries the step on a
+ * new process, which reruns the script. The SDK-call journal answers the calls the dead process
+ * made, so the portfolio exists once, its CREATE is audited once, and the step keeps one row.
+ */
+describe('durability: a worker process killed mid-script', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+  const taskQueue = `durability-${newId('worker').slice(5, 17)}`;
+  const processes: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    t = await createTestApp(db, { taskQueue });
+    account = await createTestAccount(db);
+  }, 60_000);
+  afterAll(async () => {
+    for (const { child, exited } of processes) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
+    await t.close();
+    await database.drop();
+  }, 60_000);
+
+  const call = (method: 'GET' | 'POST', url: string, payload?: object) =>
+    t.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
+
+  test('the run succeeds on a new process with one portfolio, one CREATE, one worker execution', async () => {
+    const [s, m, e] = [workerId(), workerId(), workerId()];
+    const stored = await call('POST', '/v2/workflows', {
+      name: 'Durable',
+      workers: [
+        { id: s, name: 'Start', type: 'STARTER', next: [m] },
+        {
+          id: m,
+          name: 'Create and wait',
+          type: 'BASIC',
+          // Creates, then reads until the test raises a flag (a datastore named "go"): provably
+          // mid-script for as long as the test wants.
+          script: `
+            async function main() {
+              const made = await sdk.createPortfolio({ name: 'Durable book', securities: [{ id: 'p1', symbol: 'AAPL', quantity: 10 }] });
+              for (;;) {
+                const flags = await sdk.listDatastores({ query: { filters: [['name', '=', 'go']] } });
+                if (flags.datastores.length > 0) break;
+              }
+              return { portfolio: made.id, name: made.name };
+            }`,
+          next: [e],
+        },
+        { id: e, name: 'End', type: 'ENDER' },
+      ],
+    });
+    expect(stored.statusCode).toBe(200);
+    const workflowId = stored.json().workflow.id as string;
+
+    const first = await startWorkerProcess(database.url, taskQueue);
+    processes.push(first);
+    const started = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters: {} });
+    expect(started.statusCode).toBe(202);
+    const executionId = started.json().workflow_execution.id as string;
+
+    // Mid-script: the step is RUNNING and its portfolio exists (committed with its journal row).
+    const portfolios = () =>
+      db('entities').where({ account_id: account.accountId, kind: 'portfolio', name: 'Durable book' });
+    await until('the script to create its portfolio', async () => {
+      const step = await db('worker_executions')
+        .where({ workflow_execution_id: executionId, worker_id: m, status: 'RUNNING' })
+        .first();
+      return step && (await portfolios()).length === 1 ? true : undefined;
+    });
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect(first.child.signalCode).toBe('SIGKILL');
+    const step = await db('worker_executions').where({ workflow_execution_id: executionId, worker_id: m });
+    expect(step).toHaveLength(1);
+    expect(step[0]!.status).toBe('RUNNING');
+    const journaled = await db('sdk_calls').where({ worker_execution_id: step[0]!.id }).orderBy('seq');
+    expect(journaled[0]).toMatchObject({ seq: 0, name: 'createPortfolio' });
+
+    const second = await startWorkerProcess(database.url, taskQueue);
+    processes.push(second);
+    const flag = await call('POST', '/v2/datastores', { name: 'go', data: [['x'], [1]] });
+    expect(flag.statusCode).toBe(200);
+
+    // The retry comes after the heartbeat timeout (20 s) and the first backoff (1 s).
+    const ended = await until(
+      'the run to end',
+      async () => {
+        const row = await db('workflow_executions').where({ id: executionId }).first();
+        return row.run_status === 'RUNNING' ? undefined : row;
+      },
+      90_000,
+    );
+    expect(ended.run_status).toBe('SUCCEEDED');
+
+    const made = await portfolios();
+    expect(made).toHaveLength(1);
+    const ender = await call(
+      'GET',
+      `/v2/workflows/worker_executions?worker_execution_id=${ended.ender_worker_execution_id as string}`,
+    );
+    expect(ender.json().worker_execution.result).toEqual({ portfolio: made[0]!.id, name: 'Durable book' });
+
+    const steps = await db('worker_executions').where({ workflow_execution_id: executionId, worker_id: m });
+    expect(steps).toHaveLength(1);
+    expect(steps[0]!.id).toBe(step[0]!.id);
+    expect(steps[0]!.status).toBe('COMPLETED');
+    // The second process reran the script: its logs say the dead one's calls were answered.
+    expect(steps[0]!.logs).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          level: 'info',
+          message: expect.stringMatching(/^\[sdk journal\] a retried attempt: \d+ SDK call\(s\) answered/),
+        }),
+      ]),
+    );
+    // An ended step needs no journal.
+    expect(await db('sdk_calls').where({ worker_execution_id: steps[0]!.id })).toHaveLength(0);
+
+    const creates = await db('audit_logs').where({
+      workflow_execution_id: executionId,
+      operation: 'CREATE',
+      entity_type: 'Portfolio',
+    });
+    expect(creates).toHaveLength(1);
+    expect(creates[0]).toMatchObject({ entity_id: made[0]!.id, source: 'WORKER' });
+  }, 240_000);
+});

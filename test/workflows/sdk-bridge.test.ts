@@ -1,0 +1,459 @@
+import path from 'node:path';
+import type { Actor } from '../../engine/audit/audit-trail';
+import type { Database } from '../../engine/db/database';
+import { importMarketCsv } from '../../engine/market-data/csv-import';
+import { beginWorkerExecution, insertWorkflowExecution } from '../../engine/workflows/execution-records';
+import { newId } from '../../engine/ids';
+import { runScript, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
+import { type BridgeScope, createSdkBridge, READ_FILE_MAX_BYTES } from '../../workers/activities/sdk-bridge';
+import { SdkJournal } from '../../workers/activities/sdk-journal';
+import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+/**
+ * The SDK bridge's files and calculations, scoped to the run's account and workspace, and the
+ * SDK-call journal that keeps a rerun script (a retried activity) from repeating its effects. The
+ * scripts run in the real sandbox against the real database; Temporal is not needed for these.
+ */
+const MARKET = path.resolve(__dirname, '..', '..', '..', 'shared', 'data', 'market');
+const DATE = '20221228';
+const BOOK = [
+  { id: 'p1', symbol: 'AAPL', quantity: 100 },
+  { id: 'p2', symbol: 'JPM', quantity: 200 },
+];
+
+describe('SDK bridge: files, calculations and the journal', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+  let account: TestAccount;
+  let other: TestAccount;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    await importMarketCsv(db, path.join(MARKET, 'sp500_index_1990_2022.csv'));
+    await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), { columns: ['AAPL', 'JPM'] });
+    t = await createTestApp(db);
+    account = await createTestAccount(db);
+    other = await createTestAccount(db);
+  }, 120_000);
+  afterAll(async () => {
+    await t.close();
+    await database.drop();
+  });
+
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
+    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+
+  function actorOf(who: TestAccount, executionId = newId('workflowExecution')): Actor {
+    return {
+      principal: {
+        accountId: who.accountId,
+        userId: who.ownerId,
+        userEmail: 'System',
+        isOwner: false,
+        permissions: [],
+        credentialId: '',
+        credentialType: 'API_KEY',
+      },
+      source: 'WORKER',
+      ip: null,
+      userAgent: null,
+      workflow: { id: 'wkfl_bridge_test', name: 'Bridge test', executionId },
+    };
+  }
+
+  const scope = (workspace = 'main', who = account): BridgeScope => ({
+    db,
+    actor: actorOf(who),
+    workspace,
+    publicUrl: 'http://pas.test',
+  });
+
+  async function run(source: string, bridgeScope: BridgeScope, journal?: SdkJournal, args: object = {}) {
+    const outcome = await runScript({
+      source,
+      args,
+      bridge: createSdkBridge(bridgeScope, journal),
+      limits: { timeoutMs: 20_000 },
+    });
+    if (!outcome.ok) throw new Error(`script failed: ${outcome.error.kind}: ${outcome.error.message}`);
+    return outcome.result as Record<string, unknown>;
+  }
+
+  async function apiFile(name: string, text: string, workspace: string, who = account): Promise<string> {
+    const res = await call(
+      'POST',
+      '/v2/files',
+      {
+        name,
+        description: '',
+        content_type: 'text/plain',
+        data: Buffer.from(text).toString('base64'),
+        workspace,
+      },
+      who,
+    );
+    expect(res.statusCode).toBe(200);
+    return res.json().file.id as string;
+  }
+
+  describe('files', () => {
+    test('create (text or Base64), retrieve, read, list, update and delete, in the run’s workspace', async () => {
+      const result = await run(
+        `async function main() {
+          const made = await sdk.createFile({ name: 'notes.csv', description: 'From a script', content_type: 'text/csv', text: 'a,b\\n1,é\\n', workspace: 'elsewhere' });
+          const binary = await sdk.createFile({ name: 'raw.bin', description: '', content_type: 'application/octet-stream', data: '/wD+AQ==' });
+          const retrieved = await sdk.retrieveFile(made.id);
+          const read = await sdk.readFile(made.id);
+          const readBinary = await sdk.readFile(binary.id);
+          const forced = await sdk.readFile(made.id, { encoding: 'base64' });
+          const listed = await sdk.listFiles();
+          const updated = await sdk.updateFile(made.id, { name: 'notes-2.csv', description: '', content_type: 'text/plain', content: btoaLike });
+          const reread = await sdk.readFile(made.id);
+          const both = await sdk.createFile({ name: 'x', description: '', content_type: 'text/plain', text: 'a', data: 'YQ==' }).catch((e) => e.message);
+          const removed = await sdk.deleteFile(binary.id);
+          return { made, retrieved, read, readBinary, forced, listed: listed.files.map((f) => f.id), updated, reread, both, removed };
+        }
+        const btoaLike = 'aGVsbG8=';`,
+        scope(),
+      );
+      const made = result.made as Record<string, unknown>;
+      expect(made).toMatchObject({
+        id: expect.stringMatching(/^file_/),
+        name: 'notes.csv',
+        workspace: 'main',
+        content_type: 'text/csv',
+        size: Buffer.byteLength('a,b\n1,é\n'),
+      });
+      expect(made).not.toHaveProperty('data');
+      expect(result.retrieved).toEqual(made);
+      expect(result.read).toEqual({
+        id: made.id,
+        name: 'notes.csv',
+        content_type: 'text/csv',
+        size: made.size,
+        text: 'a,b\n1,é\n',
+      });
+      // Not UTF-8: Base64 in `content`.
+      expect(result.readBinary).toMatchObject({ size: 4, content: '/wD+AQ==' });
+      expect(result.readBinary).not.toHaveProperty('text');
+      expect(result.forced).toMatchObject({ content: Buffer.from('a,b\n1,é\n').toString('base64') });
+      expect(result.listed).toEqual(expect.arrayContaining([made.id]));
+      expect(result.updated).toMatchObject({ id: made.id, name: 'notes-2.csv', size: 5 });
+      expect(result.reread).toMatchObject({ text: 'hello', content_type: 'text/plain' });
+      expect(result.both).toMatch(/exactly one of text/);
+      expect(result.removed).toMatchObject({ deleted: true });
+
+      const trail = await db('audit_logs')
+        .where({ entity_id: made.id as string })
+        .orderBy('created_at')
+        .select('operation', 'source');
+      expect(trail.map((row) => row.operation)).toEqual(expect.arrayContaining(['CREATE', 'VIEW', 'UPDATE']));
+      expect(trail.every((row) => row.source === 'WORKER')).toBe(true);
+
+      // The API sees what the script made, with the same bytes.
+      const res = await call('GET', `/v2/files/${made.id as string}`);
+      expect(res.statusCode).toBe(200);
+      expect(Buffer.from(res.json().file.data, 'base64').toString()).toBe('hello');
+    });
+
+    test('a script cannot read or write another workspace’s or another account’s files', async () => {
+      const research = await apiFile('research.txt', 'secret research', 'research');
+      const foreign = await apiFile('foreign.txt', 'secret foreign', 'main', other);
+      const result = await run(
+        `async function attempt(call) {
+          try { return { ok: await call() }; } catch (error) { return { error: error.message }; }
+        }
+        async function main(args) {
+          const out = {};
+          for (const [key, id] of Object.entries(args)) {
+            out[key] = {
+              retrieve: await attempt(() => sdk.retrieveFile(id)),
+              read: await attempt(() => sdk.readFile(id)),
+              update: await attempt(() => sdk.updateFile(id, { name: 'taken', description: '', content_type: 'text/plain', text: 'overwritten', workspace: 'research' })),
+              remove: await attempt(() => sdk.deleteFile(id)),
+            };
+          }
+          const sneaky = await sdk.listFiles({ query: { filters: [['workspace', '=', 'research']] } });
+          out.sneaky = sneaky.files.length;
+          out.listed = (await sdk.listFiles()).files.map((f) => f.id);
+          return out;
+        }`,
+        scope('main'),
+        undefined,
+        { research, foreign },
+      );
+      for (const [key, id] of [
+        ['research', research],
+        ['foreign', foreign],
+      ] as const) {
+        const notFound = { error: `File ${id} not found.` };
+        expect(result[key]).toEqual({
+          retrieve: notFound,
+          read: notFound,
+          update: notFound,
+          remove: notFound,
+        });
+      }
+      expect(result.sneaky).toBe(0);
+      expect(result.listed).not.toEqual(expect.arrayContaining([research]));
+      expect(result.listed).not.toEqual(expect.arrayContaining([foreign]));
+      // Untouched.
+      const own = await call('GET', `/v2/files/${research}?workspace=research`);
+      expect(Buffer.from(own.json().file.data, 'base64').toString()).toBe('secret research');
+      const theirs = await call('GET', `/v2/files/${foreign}`, undefined, other);
+      expect(Buffer.from(theirs.json().file.data, 'base64').toString()).toBe('secret foreign');
+    });
+
+    test('readFile refuses a file over its cap with a clear error', async () => {
+      const result = await run(
+        `async function main(args) {
+          const made = await sdk.createFile({ name: 'big.txt', description: '', content_type: 'text/plain', text: 'a'.repeat(args.size) });
+          const meta = await sdk.retrieveFile(made.id);
+          try { await sdk.readFile(made.id); return { meta }; } catch (error) { return { meta, error: error.message }; }
+        }`,
+        scope(),
+        undefined,
+        { size: READ_FILE_MAX_BYTES + 1 },
+      );
+      const id = (result.meta as { id: string }).id;
+      expect(result.meta).toMatchObject({ id, size: READ_FILE_MAX_BYTES + 1 });
+      expect(result.error).toBe(
+        `File ${id} holds ${READ_FILE_MAX_BYTES + 1} bytes; readFile returns at most ${READ_FILE_MAX_BYTES} bytes into a script.`,
+      );
+    }, 60_000);
+  });
+
+  describe('calculations', () => {
+    test('runStressTest and runRiskAttribution answer what the endpoints answer', async () => {
+      const res = await call('POST', '/v2/portfolios', { name: 'Calc book', securities: BOOK });
+      expect(res.statusCode).toBe(200);
+      const portfolio = res.json().portfolio.id as string;
+      const stressBody = { portfolio_id: portfolio, date: DATE, magnitude: -0.1 };
+      const attributionBody = { securities: BOOK, date: DATE, risk_measure: 'var' };
+      const result = await run(
+        `async function main(args) {
+          return {
+            stress: await sdk.runStressTest(args.stress),
+            attribution: await sdk.runRiskAttribution(args.attribution),
+            invalid: await sdk.runStressTest({ securities: [] }).catch((e) => e.message),
+          };
+        }`,
+        scope(),
+        undefined,
+        { stress: stressBody, attribution: attributionBody },
+      );
+      const stress = await call('POST', '/v2/calculations/stress_test', stressBody);
+      expect(stress.statusCode).toBe(200);
+      expect(result.stress).toEqual(stress.json().stress_test);
+      const attribution = await call('POST', '/v2/calculations/risk_attribution', attributionBody);
+      expect(attribution.statusCode).toBe(200);
+      expect(result.attribution).toEqual(attribution.json().risk_attribution);
+      expect(typeof result.invalid).toBe('string');
+      const executed = await db('audit_logs')
+        .where({ operation: 'EXECUTE', source: 'WORKER', account_id: account.accountId })
+        .count<{ count: number }[]>('* as count');
+      expect(Number(executed[0]!.count)).toBe(2);
+    }, 120_000);
+
+    test('a calculation on another workspace’s or account’s portfolio is not found', async () => {
+      const inResearch = await call('POST', '/v2/portfolios', {
+        name: 'Research book',
+        securities: BOOK,
+        workspace: 'research',
+      });
+      const research = inResearch.json().portfolio.id as string;
+      const ofOther = await call('POST', '/v2/portfolios', { name: 'Their book', securities: BOOK }, other);
+      const foreign = ofOther.json().portfolio.id as string;
+      const result = await run(
+        `async function main(args) {
+          const out = {};
+          for (const [key, id] of Object.entries(args)) {
+            out[key] = {
+              stress: await sdk.runStressTest({ portfolio_id: id, magnitude: -0.1, workspace: 'research' }).catch((e) => e.message),
+              attribution: await sdk.runRiskAttribution({ portfolio_id: id, workspace: 'research' }).catch((e) => e.message),
+            };
+          }
+          return out;
+        }`,
+        scope('main'),
+        undefined,
+        { research, foreign },
+      );
+      expect(result).toEqual({
+        research: {
+          stress: `Portfolio ${research} not found.`,
+          attribution: `Portfolio ${research} not found.`,
+        },
+        foreign: {
+          stress: `Portfolio ${foreign} not found.`,
+          attribution: `Portfolio ${foreign} not found.`,
+        },
+      });
+    });
+  });
+
+  describe('the SDK-call journal', () => {
+    /** A worker execution row, as runWorker begins one (the journal's rows hang off it). */
+    async function workerExecution(): Promise<string> {
+      const execution = await insertWorkflowExecution(db, {
+        accountId: account.accountId,
+        workflowId: 'wkfl_journal_test',
+        workflowName: 'Journal test',
+        workspace: 'main',
+        trigger: 'API',
+        startedWorkerId: 'wrkr_s',
+        enderWorkerId: null,
+        parameters: {},
+        userId: account.ownerId,
+        credentialId: '',
+        credentialType: 'API_KEY',
+      });
+      const begun = await beginWorkerExecution(db, {
+        execution,
+        workerId: 'wrkr_x',
+        workerName: 'X',
+        workerType: 'BASIC',
+        parallelIndex: -1,
+        inputParams: {},
+      });
+      return begun.row.id;
+    }
+
+    const countPortfolios = async (name: string) =>
+      Number(
+        (
+          await db('entities')
+            .where({ account_id: account.accountId, kind: 'portfolio', name })
+            .count<{ count: number }[]>('* as count')
+        )[0]!.count,
+      );
+
+    // Creates, reads, fails on purpose (a domain error), then dies when told to: an attempt whose
+    // process went away after its effects, as far as the journal can tell.
+    const SCRIPT = `
+      async function main(args) {
+        const made = await sdk.createPortfolio({ name: args.name, securities: [{ id: 'p1', symbol: 'AAPL', quantity: 1 }] });
+        const seen = await sdk.retrievePortfolio(made.id);
+        const refused = await sdk.createPortfolio({ name: '' }).catch((e) => e.message);
+        const file = await sdk.createFile({ name: args.name + '.txt', description: '', content_type: 'text/plain', text: 'once' });
+        if (args.die) throw new Error('the process died here');
+        const [a, b] = await Promise.all([sdk.createDatastore({ name: args.name + ' A', data: [['x'], [1]] }), sdk.listPortfolios()]);
+        return { made: made.id, seen: seen.id, refused, file: file.id, a: a.id, listed: b.portfolios.length };
+      }`;
+
+    test('a rerun of the same worker execution answers from the journal: no second effect', async () => {
+      const id = await workerExecution();
+      const name = `Journaled ${id.slice(-6)}`;
+      const bridgeScope = { ...scope(), actor: actorOf(account) };
+      const first = await runScript({
+        source: SCRIPT,
+        args: { name, die: true },
+        bridge: createSdkBridge(bridgeScope, await SdkJournal.open(db, id)),
+      });
+      expect(first.ok).toBe(false);
+      expect(await countPortfolios(name)).toBe(1);
+      const rows = await db('sdk_calls').where({ worker_execution_id: id }).orderBy('seq');
+      expect(rows.map((row) => [row.seq, row.name])).toEqual([
+        [0, 'createPortfolio'],
+        [1, 'retrievePortfolio'],
+        [2, 'createPortfolio'],
+        [3, 'createFile'],
+      ]);
+      expect(rows[2]!.error).toMatchObject({ status: 400 });
+
+      const journal = await SdkJournal.open(db, id);
+      const second = await run(SCRIPT, bridgeScope, journal, { name, die: false });
+      expect(journal.replayed).toBe(4);
+      expect(await countPortfolios(name)).toBe(1);
+      const files = await db('entities').where({
+        account_id: account.accountId,
+        kind: 'file',
+        name: `${name}.txt`,
+      });
+      expect(files).toHaveLength(1);
+      expect(second.made).toBe(rows[0]!.result.id);
+      expect(second.file).toBe(files[0]!.id);
+      expect(second.refused).toBe(rows[2]!.error.message);
+      const creates = await db('audit_logs')
+        .where({ operation: 'CREATE', entity_type: 'Portfolio', entity_name: name })
+        .count<{ count: number }[]>('* as count');
+      expect(Number(creates[0]!.count)).toBe(1);
+      // The calls after the replayed ones ran live and were journaled.
+      expect(
+        await db('sdk_calls').where({ worker_execution_id: id }).count<{ c: number }[]>('* as c'),
+      ).toEqual([{ c: 6 }]);
+      // A third run replays everything, the datastore included.
+      const third = await run(SCRIPT, bridgeScope, await SdkJournal.open(db, id), { name, die: false });
+      expect(third).toEqual(second);
+      expect(
+        await db('entities').where({ account_id: account.accountId, kind: 'datastore', name: `${name} A` }),
+      ).toHaveLength(1);
+    });
+
+    test('a script that calls differently on its rerun goes live from there, with a warning', async () => {
+      const id = await workerExecution();
+      const name = `Diverging ${id.slice(-6)}`;
+      const source = `
+        async function main(args) {
+          const first = await sdk.createPortfolio({ name: args.name, securities: [] });
+          const second = await sdk.createPortfolio({ name: args.name + args.suffix, securities: [] });
+          return { first: first.id, second: second.id };
+        }`;
+      const before = await run(source, scope(), await SdkJournal.open(db, id), { name, suffix: ' one' });
+      const journal = await SdkJournal.open(db, id);
+      const outcome: ScriptOutcome = await runScript({
+        source,
+        args: { name, suffix: ' two' },
+        bridge: createSdkBridge(scope(), journal),
+      });
+      expect(outcome.ok).toBe(true);
+      const after = (outcome as { result: Record<string, unknown> }).result;
+      expect(after.first).toBe(before.first);
+      expect(after.second).not.toBe(before.second);
+      expect(await countPortfolios(name)).toBe(1);
+      expect(await countPortfolios(`${name} two`)).toBe(1);
+      const logs = journal.withLogs(outcome.logs);
+      expect(logs).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ level: 'warn', message: expect.stringMatching(/not deterministic/) }),
+          expect.objectContaining({
+            level: 'info',
+            message: expect.stringMatching(/1 SDK call\(s\) answered/),
+          }),
+        ]),
+      );
+      const rows = await db('sdk_calls').where({ worker_execution_id: id }).orderBy('seq');
+      expect(rows).toHaveLength(2);
+      expect(rows[1]!.result.id).toBe(after.second);
+    });
+
+    test('two attempts alive at once: one commits the call, the other answers its row', async () => {
+      const id = await workerExecution();
+      const name = `Raced ${id.slice(-6)}`;
+      const [a, b] = await Promise.all([SdkJournal.open(db, id), SdkJournal.open(db, id)]);
+      const fields = { name, securities: [] };
+      const [fromA, fromB] = await Promise.all([
+        createSdkBridge(scope(), a).createPortfolio!(fields),
+        createSdkBridge(scope(), b).createPortfolio!(fields),
+      ]);
+      expect(fromB).toEqual(fromA);
+      expect(await countPortfolios(name)).toBe(1);
+      expect(a.replayed + b.replayed).toBe(1);
+    });
+
+    test('the journal goes with its worker execution', async () => {
+      const id = await workerExecution();
+      await run(
+        `async function main() { return sdk.listPortfolios(); }`,
+        scope(),
+        await SdkJournal.open(db, id),
+      );
+      expect(await db('sdk_calls').where({ worker_execution_id: id })).toHaveLength(1);
+      await db('worker_executions').where({ id }).delete();
+      expect(await db('sdk_calls').where({ worker_execution_id: id })).toHaveLength(0);
+    });
+  });
+});
