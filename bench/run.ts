@@ -1,12 +1,32 @@
 import { runCalcBench } from './calc.bench';
 import { runFileUploadBench } from './file-upload.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
+import { runWorkflowBench } from './workflow.bench';
 
-/** `npm run bench`: every benchmark prints its figures beside a baseline measured in the same run. */
+/** Every benchmark by name; `npm run bench -- NAME…` runs those, `npm run bench` all of them. */
+const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
+  'http-pipeline': () => runHttpPipelineBench(),
+  'file-upload': () => runFileUploadBench(),
+  calc: (argv) => runCalcBench(argv),
+  workflow: (argv) => runWorkflowBench(argv),
+};
+
+/**
+ * `npm run bench`: every benchmark prints its figures beside a baseline measured in the same run.
+ * Names select benchmarks; flags (`--quick`, …) go to each selected one.
+ */
 async function main(): Promise<void> {
-  await runHttpPipelineBench();
-  await runFileUploadBench();
-  await runCalcBench();
+  const argv = process.argv.slice(2);
+  const names = argv.filter((arg) => !arg.startsWith('--'));
+  const unknown = names.filter((name) => !(name in BENCHES));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown benchmark ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(', ')}`,
+    );
+  }
+  for (const [name, run] of Object.entries(BENCHES)) {
+    if (names.length === 0 || names.includes(name)) await run(argv);
+  }
 }
 
 main().catch((error: unknown) => {

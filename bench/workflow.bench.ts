@@ -1,0 +1,672 @@
+/**
+ * Workflow benchmark (issue 6): what a run of a three-worker workflow (STARTER → BASIC → ENDER, each
+ * a tiny isolated-vm script) costs end to end, on the embedded defaults: an embedded PostgreSQL and
+ * a Temporal dev server (SQLite file, as `npm start` runs it) started here, the real Fastify app
+ * listening on a port, API-key requests over real HTTP, and a real Temporal Worker from
+ * createTemporalWorker. Beside it, on the same Temporal server in the same run: a bare Temporal
+ * workflow of three no-op activities (bench/bare-workflow.ts), started with the client and awaited
+ * with handle.result().
+ *
+ * 1. Latency, one run at a time (service and bare runs interleaved): from the run request to
+ *    SUCCEEDED seen by polling GET /v2/workflows/:id/workflow_executions every 15 ms; the ENDER's
+ *    and the run's `ended_at` read back from PostgreSQL separate the polling overhead, and the
+ *    workers' `started_at`/`ended_at` show where the rest goes.
+ * 2. Sustained runs per second: M runs, IN_FLIGHT at a time.
+ *
+ * Both Temporal Workers (the service's and the bare one) run in a child process by default, as
+ * `npm start` runs the worker beside the API. Flags: `--quick` (fewer runs), `--worker=in-process`
+ * (the Workers in the bench process), `--poll-ms=N` (the client's poll interval),
+ * `--temporal-db=memory` (the dev server without its SQLite file, as the test suite runs it).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { buildApp } from '../api/app';
+import { createAccount, createApiKey } from '../engine/accounts/account-store';
+import { connectDatabase, migrateLatest } from '../engine/db/database';
+import { newId } from '../engine/ids';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
+import {
+  findTemporalCli,
+  startTemporalDevServer,
+  TEMPORAL_CLI_VERSION,
+  TemporalCliMissingError,
+  type TemporalDevServer,
+} from '../engine/runtime/temporal-dev-server';
+import { SEARCH_ATTRIBUTES } from '../engine/workflows/run-input';
+import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { freePorts } from '../test/support/global-setup';
+import { createTemporalWorker } from '../workers/temporal-worker';
+import type { BareActivities, bareWorkflow } from './bare-workflow';
+
+const PROJECT_ROOT = path.resolve(__dirname, '..');
+const WORKER_FLAG = '--pas-bench-workflow-worker';
+const DEFAULT_POLL_MS = 15;
+const IN_FLIGHT = 10;
+const RUN_TIMEOUT_MS = 60_000;
+const NAMESPACE = 'default';
+
+interface Sizes {
+  /** Sequential runs for the latency figures (each case). */
+  latencyRuns: number;
+  /** Runs for the runs-per-second figures (each case). */
+  throughputRuns: number;
+  warmUpRuns: number;
+}
+const FULL: Sizes = { latencyRuns: 50, throughputRuns: 100, warmUpRuns: 5 };
+const QUICK: Sizes = { latencyRuns: 10, throughputRuns: 20, warmUpRuns: 2 };
+
+/** What the worker host needs to poll both task queues. */
+interface WorkerHostConfig {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  bareTaskQueue: string;
+}
+
+type ToChild = { kind: 'start'; config: WorkerHostConfig } | { kind: 'stop' };
+type FromChild = { kind: 'ready' } | { kind: 'stopped' } | { kind: 'error'; message: string };
+
+interface WorkerHost {
+  where: string;
+  stop(): Promise<void>;
+}
+
+const bareActivities: BareActivities = {
+  async noop(step) {
+    return step;
+  },
+};
+
+let runtimeInstalled = false;
+
+/** Worker logs at WARN: the figures are the output. Once per process, before the first connection. */
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Already installed by someone else in this process: keep theirs.
+  }
+}
+
+/**
+ * The service's Worker (createTemporalWorker) and the bare one, polling until stopped. A Worker that
+ * dies mid-bench would leave runs waiting forever, so that ends the process loudly.
+ */
+async function hostWorkers(config: WorkerHostConfig): Promise<() => Promise<void>> {
+  quietRuntime();
+  const db = connectDatabase(config.databaseUrl, 10);
+  const closers: Array<() => Promise<unknown>> = [() => db.destroy()];
+  const close = async () => {
+    for (const closer of closers.reverse()) await closer();
+  };
+  try {
+    const connection = await NativeConnection.connect({ address: config.temporalAddress });
+    closers.push(() => connection.close());
+    // createTemporalWorker wants a client too (scheduled launches start runs through it).
+    const clientConnection = await Connection.connect({ address: config.temporalAddress });
+    closers.push(() => clientConnection.close());
+    const client = new Client({ connection: clientConnection, namespace: NAMESPACE });
+    const service = await createTemporalWorker({
+      db,
+      connection,
+      client,
+      namespace: NAMESPACE,
+      taskQueue: config.taskQueue,
+      publicUrl: 'http://127.0.0.1',
+    });
+    const bare = await Worker.create({
+      connection,
+      namespace: NAMESPACE,
+      taskQueue: config.bareTaskQueue,
+      workflowsPath: require.resolve('./bare-workflow'),
+      activities: bareActivities,
+    });
+    let stopping = false;
+    const running = Promise.all([service.run(), bare.run()]);
+    running.catch((error: unknown) => {
+      if (stopping) return;
+      console.error('workflow bench: a Temporal Worker failed:', error);
+      process.exit(1);
+    });
+    return async () => {
+      stopping = true;
+      service.shutdown();
+      bare.shutdown();
+      await running;
+      await close();
+    };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
+}
+
+// The child side: `fork(__filename, [WORKER_FLAG])` lands here.
+if (process.argv.includes(WORKER_FLAG)) {
+  let stop: (() => Promise<void>) | null = null;
+  const send = (message: FromChild) => process.send!(message);
+  process.on('message', (message: ToChild) => {
+    const fail = (error: unknown) => {
+      send({
+        kind: 'error',
+        message: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      });
+    };
+    if (message.kind === 'start') {
+      hostWorkers(message.config).then((stopWorkers) => {
+        stop = stopWorkers;
+        send({ kind: 'ready' });
+      }, fail);
+    } else {
+      (stop ?? (async () => undefined))().then(() => {
+        send({ kind: 'stopped' });
+        process.disconnect();
+      }, fail);
+    }
+  });
+  // The bench died: do not outlive it.
+  process.on('disconnect', () => process.exit(0));
+}
+
+function nextMessage(child: ChildProcess): Promise<FromChild> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: FromChild) => {
+      child.off('exit', onExit);
+      if (message.kind === 'error') reject(new Error(`worker process: ${message.message}`));
+      else resolve(message);
+    };
+    const onExit = (code: number | null, signal: string | null) => {
+      child.off('message', onMessage);
+      reject(new Error(`the worker process exited (code ${code}, signal ${signal})`));
+    };
+    child.once('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+async function startWorkerHost(config: WorkerHostConfig, inProcess: boolean): Promise<WorkerHost> {
+  if (inProcess) {
+    const stop = await hostWorkers(config);
+    return { where: `the bench process (pid ${process.pid})`, stop };
+  }
+  const child = fork(__filename, [WORKER_FLAG], {
+    execArgv: process.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const ready = nextMessage(child);
+  child.send({ kind: 'start', config } satisfies ToChild);
+  try {
+    await ready;
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  let stopping = false;
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    console.error(`workflow bench: the worker process exited (code ${code}, signal ${signal})`);
+    process.exit(1);
+  });
+  return {
+    where: `a child process (pid ${child.pid})`,
+    async stop() {
+      stopping = true;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      const stopped = nextMessage(child).catch(() => undefined);
+      child.send({ kind: 'stop' } satisfies ToChild);
+      await stopped;
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index]!;
+}
+
+/** Runs `task` for 0..count-1, `concurrency` at a time. */
+async function bounded(count: number, concurrency: number, task: (index: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(count, concurrency) }, async () => {
+      while (next < count) {
+        const index = next;
+        next += 1;
+        await task(index);
+      }
+    }),
+  );
+}
+
+/** One service run as the client saw it; the DB times are filled in afterwards. */
+interface ServiceSample {
+  executionId: string;
+  /** Date.now() when the request left: the DB's `ended_at` are wall-clock times of the same host. */
+  wallStart: number;
+  acceptedMs: number;
+  observedMs: number;
+  polls: number;
+  enderDoneMs: number;
+  runClosedMs: number;
+}
+
+interface BareSample {
+  startedMs: number;
+  resultMs: number;
+}
+
+const fmt = (ms: number) => ms.toFixed(1);
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((v) => v.toFixed(2))
+    .join(' ');
+
+export async function runWorkflowBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const quick = argv.includes('--quick');
+  const inProcess = argv.includes('--worker=in-process');
+  // `npm start` keeps Temporal's state in a SQLite file; the test suite runs it in memory.
+  const temporalInMemory = argv.includes('--temporal-db=memory');
+  const sizes = quick ? QUICK : FULL;
+  const pollFlag = argv.find((arg) => arg.startsWith('--poll-ms='));
+  const pollMs = pollFlag === undefined ? DEFAULT_POLL_MS : Number(pollFlag.slice('--poll-ms='.length));
+  if (!Number.isInteger(pollMs) || pollMs < 1 || pollMs > 1000) {
+    throw new Error(`--poll-ms must be a whole number of milliseconds from 1 to 1000, got ${pollFlag}`);
+  }
+  const cliPath = findTemporalCli({
+    cliPath: process.env.TEMPORAL_CLI_PATH ?? null,
+    projectRoot: PROJECT_ROOT,
+  });
+  if (cliPath === null) throw new TemporalCliMissingError();
+
+  const benchStarted = performance.now();
+  const loadAtStart = loadavg();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'pas-bench-workflows-'));
+  const [postgresPort, temporalPort, uiPort] = await freePorts(3);
+  const cleanup: Array<() => Promise<unknown>> = [() => rm(dataDir, { recursive: true, force: true })];
+  const runCleanup = async () => {
+    for (const step of cleanup.reverse()) await step().catch((error: unknown) => console.error(error));
+  };
+  try {
+    const [postgresStart, temporalStart] = await Promise.allSettled([
+      startEmbeddedPostgres({ dataDir, port: postgresPort!, database: 'bench' }),
+      startTemporalDevServer({
+        cliPath,
+        dataDir: temporalInMemory ? null : dataDir,
+        host: '127.0.0.1',
+        port: temporalPort!,
+        uiPort: uiPort!,
+        namespace: NAMESPACE,
+        searchAttributes: { ...SEARCH_ATTRIBUTES },
+      }),
+    ]);
+    const started = [postgresStart, temporalStart].filter((s) => s.status === 'fulfilled');
+    for (const s of started) {
+      const service = (s as PromiseFulfilledResult<EmbeddedPostgres | TemporalDevServer>).value;
+      cleanup.push(() => service.stop());
+    }
+    if (postgresStart.status === 'rejected') throw postgresStart.reason;
+    if (temporalStart.status === 'rejected') throw temporalStart.reason;
+    const postgres = postgresStart.value;
+    const temporal = temporalStart.value;
+
+    const db = connectDatabase(postgres.url, 10);
+    cleanup.push(() => db.destroy());
+    await migrateLatest(db);
+    const { accountId, owner } = await createAccount(db, { name: 'bench', ownerEmail: 'bench@example.com' });
+    const key = await createApiKey(db, { accountId, userId: owner.id });
+
+    const connection = await Connection.connect({ address: temporal.address });
+    cleanup.push(() => connection.close());
+    const client = new Client({ connection, namespace: NAMESPACE });
+    const suffix = newId('worker').slice(5, 17);
+    const taskQueue = `bench-workflows-${suffix}`;
+    const bareTaskQueue = `bench-bare-${suffix}`;
+    const app = await buildApp({
+      config: {
+        rateLimitPerMinute: 1_000_000,
+        maxPayloadBytes: 1024 * 1024,
+        logLevel: 'silent',
+        trustProxy: false,
+        publicUrl: 'http://127.0.0.1',
+      },
+      db,
+      workflows: temporalWorkflowRunner(client, taskQueue),
+    });
+    const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+    cleanup.push(() => app.close());
+    const servicesSeconds = (performance.now() - benchStarted) / 1000;
+
+    const workersStarted = performance.now();
+    const host = await startWorkerHost(
+      { databaseUrl: postgres.url, temporalAddress: temporal.address, taskQueue, bareTaskQueue },
+      inProcess,
+    );
+    cleanup.push(() => host.stop());
+    const workersSeconds = (performance.now() - workersStarted) / 1000;
+
+    const headers = {
+      authorization: `Bearer ${key.account_sid}:${key.auth_token}`,
+      'content-type': 'application/json',
+    };
+    const api = async (method: 'GET' | 'POST', url: string, body?: object) => {
+      const res = await fetch(`${baseUrl}/v2${url}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text };
+    };
+
+    const [s, b, e] = [newId('worker'), newId('worker'), newId('worker')];
+    const stored = await api('POST', '/workflows', {
+      name: 'Bench: three workers',
+      workers: [
+        {
+          id: s,
+          name: 'Start',
+          type: 'STARTER',
+          script: 'function main(args) { return { n: (args.script_inputs.n ?? 0) + 1 }; }',
+          next: [b],
+        },
+        {
+          id: b,
+          name: 'Double',
+          type: 'BASIC',
+          script: 'function main(args) { return { n: args.inputs.n * 2 }; }',
+          next: [e],
+        },
+        {
+          id: e,
+          name: 'End',
+          type: 'ENDER',
+          script: 'function main(args) { return { n: args.inputs.n + 1, done: true }; }',
+        },
+      ],
+    });
+    if (stored.status !== 200)
+      throw new Error(`storing the workflow answered ${stored.status}: ${stored.body}`);
+    const workflowId = (JSON.parse(stored.body) as { workflow: { id: string } }).workflow.id;
+
+    /** POST /run, then poll every pollMs until the run leaves RUNNING; it must be SUCCEEDED. */
+    const serviceRun = async (n: number): Promise<ServiceSample> => {
+      const wallStart = Date.now();
+      const t0 = performance.now();
+      const run = await api('POST', `/workflows/${workflowId}/run`, { parameters: { n } });
+      const acceptedMs = performance.now() - t0;
+      if (run.status !== 202) throw new Error(`run answered ${run.status}: ${run.body}`);
+      const executionId = (JSON.parse(run.body) as { workflow_execution: { id: string } }).workflow_execution
+        .id;
+      let polls = 0;
+      for (;;) {
+        await sleep(pollMs);
+        polls += 1;
+        const poll = await api(
+          'GET',
+          `/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}`,
+        );
+        if (poll.status !== 200) throw new Error(`poll answered ${poll.status}: ${poll.body}`);
+        const status = (JSON.parse(poll.body) as { workflow_execution: { run_status: string } })
+          .workflow_execution.run_status;
+        if (status === 'RUNNING') {
+          if (performance.now() - t0 > RUN_TIMEOUT_MS) throw new Error(`run ${executionId} is still RUNNING`);
+          continue;
+        }
+        if (status !== 'SUCCEEDED') throw new Error(`run ${executionId} ended ${status}`);
+        const observedMs = performance.now() - t0;
+        return { executionId, wallStart, acceptedMs, observedMs, polls, enderDoneMs: NaN, runClosedMs: NaN };
+      }
+    };
+
+    /** The ENDER's and the run's `ended_at`, relative to when each request left. */
+    const withDbTimes = async (samples: ServiceSample[]): Promise<ServiceSample[]> => {
+      const rows = (await db('workflow_executions as we')
+        .join('worker_executions as wk', 'wk.id', 'we.ender_worker_execution_id')
+        .whereIn(
+          'we.id',
+          samples.map((sample) => sample.executionId),
+        )
+        .select('we.id', 'we.ended_at as run_ended_at', 'wk.ended_at as ender_ended_at')) as Array<{
+        id: string;
+        run_ended_at: Date;
+        ender_ended_at: Date;
+      }>;
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return samples.map((sample) => {
+        const row = byId.get(sample.executionId);
+        if (!row) throw new Error(`run ${sample.executionId} has no ENDER execution`);
+        return {
+          ...sample,
+          enderDoneMs: row.ender_ended_at.getTime() - sample.wallStart,
+          runClosedMs: row.run_ended_at.getTime() - sample.wallStart,
+        };
+      });
+    };
+
+    /** Where the latency runs' time went, from the worker executions' `started_at` and `ended_at`. */
+    const breakdown = async (samples: ServiceSample[]): Promise<Map<string, number[]>> => {
+      const rows = (await db('worker_executions')
+        .whereIn(
+          'workflow_execution_id',
+          samples.map((sample) => sample.executionId),
+        )
+        .select('workflow_execution_id', 'worker_type', 'started_at', 'ended_at')) as Array<{
+        workflow_execution_id: string;
+        worker_type: string;
+        started_at: Date;
+        ended_at: Date;
+      }>;
+      const segments = new Map<string, number[]>();
+      const add = (label: string, value: number) =>
+        segments.set(label, [...(segments.get(label) ?? []), value]);
+      for (const sample of samples) {
+        const at = (type: string, field: 'started_at' | 'ended_at') => {
+          const found = rows.find(
+            (row) => row.workflow_execution_id === sample.executionId && row.worker_type === type,
+          );
+          if (!found) throw new Error(`run ${sample.executionId} has no ${type} execution`);
+          return found[field].getTime() - sample.wallStart;
+        };
+        add('request → STARTER started_at', at('STARTER', 'started_at'));
+        add('STARTER started → ended (script, DB)', at('STARTER', 'ended_at') - at('STARTER', 'started_at'));
+        add(
+          'STARTER ended → BASIC started (Temporal hop)',
+          at('BASIC', 'started_at') - at('STARTER', 'ended_at'),
+        );
+        add('BASIC started → ended (script, DB)', at('BASIC', 'ended_at') - at('BASIC', 'started_at'));
+        add(
+          'BASIC ended → ENDER started (Temporal hop)',
+          at('ENDER', 'started_at') - at('BASIC', 'ended_at'),
+        );
+        add('ENDER started → ended (script, DB)', at('ENDER', 'ended_at') - at('ENDER', 'started_at'));
+        add('ENDER ended → run ended_at (finishRun activity)', sample.runClosedMs - at('ENDER', 'ended_at'));
+        add('run ended_at → SUCCEEDED seen (polling)', sample.observedMs - sample.runClosedMs);
+      }
+      return segments;
+    };
+
+    let bareCount = 0;
+    const bareRun = async (): Promise<BareSample> => {
+      const t0 = performance.now();
+      const handle = await client.workflow.start<typeof bareWorkflow>('bareWorkflow', {
+        taskQueue: bareTaskQueue,
+        workflowId: `bench-bare-${suffix}-${(bareCount += 1)}`,
+      });
+      const startedMs = performance.now() - t0;
+      const sum = await handle.result();
+      if (sum !== 3) throw new Error(`the bare workflow returned ${sum}`);
+      return { startedMs, resultMs: performance.now() - t0 };
+    };
+
+    // Warm-up: workflow bundles, isolates, JIT, pools and prepared plans on both sides.
+    for (let i = 0; i < sizes.warmUpRuns; i++) {
+      await serviceRun(i);
+      await bareRun();
+    }
+
+    // 1. Latency, one run at a time; interleaved so that a load spike from elsewhere hits both.
+    const latencyStarted = performance.now();
+    let serviceLatency: ServiceSample[] = [];
+    const bareLatency: BareSample[] = [];
+    for (let i = 0; i < sizes.latencyRuns; i++) {
+      serviceLatency.push(await serviceRun(i));
+      bareLatency.push(await bareRun());
+    }
+    serviceLatency = await withDbTimes(serviceLatency);
+    const segments = await breakdown(serviceLatency);
+    const latencySeconds = (performance.now() - latencyStarted) / 1000;
+
+    // 2. Runs per second, IN_FLIGHT at a time.
+    let serviceLoad: ServiceSample[] = [];
+    const serviceLoadStarted = performance.now();
+    const serviceLoadWall = Date.now();
+    await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
+      serviceLoad.push(await serviceRun(i));
+    });
+    const serviceLoadSeconds = (performance.now() - serviceLoadStarted) / 1000;
+    serviceLoad = await withDbTimes(serviceLoad);
+    const lastClosedWall = Math.max(...serviceLoad.map((sample) => sample.wallStart + sample.runClosedMs));
+    const serviceLoadDbSeconds = (lastClosedWall - serviceLoadWall) / 1000;
+
+    const bareLoad: BareSample[] = [];
+    const bareLoadStarted = performance.now();
+    await bounded(sizes.throughputRuns, IN_FLIGHT, async () => {
+      bareLoad.push(await bareRun());
+    });
+    const bareLoadSeconds = (performance.now() - bareLoadStarted) / 1000;
+
+    // Report.
+    const cpus = os.cpus();
+    const p = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
+    const bareResult = p(bareLatency.map((x) => x.resultMs));
+    const ratio = (value: number, base: number, digits = 1) => `×${(value / base).toFixed(digits)}`;
+    const row = (label: string, values: number[], vsBare: string) => {
+      const { p50, p99 } = p(values);
+      console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`);
+    };
+    console.log(
+      `\nWorkflow runs: STARTER → BASIC → ENDER (one tiny isolated-vm script each) through the API, ` +
+        `beside a bare Temporal workflow of 3 no-op activities`,
+    );
+    console.log(
+      `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${os.platform()} ${os.release()}, ` +
+        `Node ${process.version}; load average ${loadAtStart} at start, ${loadavg()} at the end`,
+    );
+    console.log(
+      `Services: embedded PostgreSQL, Temporal dev server (temporal CLI ${TEMPORAL_CLI_VERSION}, ` +
+        `${temporalInMemory ? 'in memory' : 'SQLite file'}) ` +
+        `started in ${servicesSeconds.toFixed(1)} s; both Temporal Workers (createTemporalWorker and the ` +
+        `bare one) in ${host.where}, ready in ${workersSeconds.toFixed(1)} s`,
+    );
+    console.log(
+      `Client: fetch over HTTP to the Fastify app on ${baseUrl} with an API key; polls every ${pollMs} ms; ` +
+        `${sizes.warmUpRuns} warm-up runs each${quick ? '; --quick' : ''}`,
+    );
+
+    console.log(
+      `\nLatency, one run at a time: ${sizes.latencyRuns} service runs and ${sizes.latencyRuns} bare runs, ` +
+        `interleaved (${latencySeconds.toFixed(1)} s)`,
+    );
+    console.log('| case | p50 ms | p99 ms | p50 vs bare |');
+    console.log('|---|---|---|---|');
+    row(
+      'bare: client.workflow.start() answered',
+      bareLatency.map((x) => x.startedMs),
+      '',
+    );
+    row(
+      'bare: handle.result() resolved',
+      bareLatency.map((x) => x.resultMs),
+      'baseline',
+    );
+    row(
+      'service: POST /run answered 202',
+      serviceLatency.map((x) => x.acceptedMs),
+      '',
+    );
+    row(
+      'service: ENDER ended_at (DB)',
+      serviceLatency.map((x) => x.enderDoneMs),
+      ratio(p(serviceLatency.map((x) => x.enderDoneMs)).p50, bareResult.p50),
+    );
+    row(
+      'service: run ended_at (DB, finishRun)',
+      serviceLatency.map((x) => x.runClosedMs),
+      ratio(p(serviceLatency.map((x) => x.runClosedMs)).p50, bareResult.p50),
+    );
+    row(
+      'service: SUCCEEDED seen by polling',
+      serviceLatency.map((x) => x.observedMs),
+      ratio(p(serviceLatency.map((x) => x.observedMs)).p50, bareResult.p50),
+    );
+    row(
+      'service: polling overhead (seen − run ended_at)',
+      serviceLatency.map((x) => x.observedMs - x.runClosedMs),
+      '',
+    );
+    const meanPolls = serviceLatency.reduce((sum, x) => sum + x.polls, 0) / serviceLatency.length;
+    console.log(`(${meanPolls.toFixed(1)} polls per run on average)`);
+
+    console.log(
+      `\nWhere a service run's time goes (the same ${sizes.latencyRuns} runs; the workers' started_at and ` +
+        `ended_at, ms resolution; bare handle.result() p50 ÷ 3 activities: ${fmt(bareResult.p50 / 3)} ms)`,
+    );
+    console.log('| segment | p50 ms | p99 ms |');
+    console.log('|---|---|---|');
+    for (const [label, values] of segments) {
+      const { p50, p99 } = p(values);
+      console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} |`);
+    }
+
+    const bareRate = sizes.throughputRuns / bareLoadSeconds;
+    const serviceRate = sizes.throughputRuns / serviceLoadSeconds;
+    const serviceDbRate = sizes.throughputRuns / serviceLoadDbSeconds;
+    console.log(`\nSustained: ${sizes.throughputRuns} runs per case, ${IN_FLIGHT} in flight`);
+    console.log('| case | seconds | runs/s | p50 ms | p99 ms | runs/s vs bare |');
+    console.log('|---|---|---|---|---|---|');
+    const loadRow = (label: string, seconds: number, rate: number, values: number[], vsBare: string) => {
+      const { p50, p99 } = p(values);
+      console.log(
+        `| ${label} | ${seconds.toFixed(2)} | ${rate.toFixed(1)} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`,
+      );
+    };
+    loadRow(
+      'bare: start() to result()',
+      bareLoadSeconds,
+      bareRate,
+      bareLoad.map((x) => x.resultMs),
+      'baseline',
+    );
+    loadRow(
+      'service: POST /run to run ended_at (DB)',
+      serviceLoadDbSeconds,
+      serviceDbRate,
+      serviceLoad.map((x) => x.runClosedMs),
+      ratio(serviceDbRate, bareRate, 2),
+    );
+    loadRow(
+      'service: POST /run to SUCCEEDED seen by polling',
+      serviceLoadSeconds,
+      serviceRate,
+      serviceLoad.map((x) => x.observedMs),
+      ratio(serviceRate, bareRate, 2),
+    );
+    console.log(`(bench total ${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
+  } finally {
+    await runCleanup();
+  }
+}
