@@ -69,7 +69,8 @@ export async function publishBuiltinTemplates(
   dir: string = BUILTIN_TEMPLATES_DIR,
 ): Promise<PublishedBuiltin[]> {
   const folders = (await readdir(dir, { withFileTypes: true }))
-    .filter((entry) => entry.isDirectory())
+    // `_lib` holds the libraries templates include; it is not a template.
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('_'))
     .map((entry) => entry.name)
     .sort();
   const published: PublishedBuiltin[] = [];

@@ -57,6 +57,36 @@ async function scriptFileOf(dir: string, named: unknown): Promise<string> {
   return present[0]!;
 }
 
+/** Where a folder's `libraries` live: `_lib/` beside the template folders. */
+export const LIBRARY_FOLDER = '_lib';
+
+/**
+ * The JavaScript libraries a template lists in `libraries` (file names in `../_lib/`), joined, to be
+ * prepended to its script: the sandbox runs one classic script with no imports, so helpers shared
+ * by several templates are written once and copied in when published.
+ */
+async function librariesOf(dir: string, named: unknown): Promise<string> {
+  if (named === undefined) return '';
+  if (!Array.isArray(named)) {
+    throw new InvalidInput(`${METADATA_FILE}: libraries must be a list of file names in ${LIBRARY_FOLDER}/.`);
+  }
+  const parts: string[] = [];
+  for (const name of named) {
+    if (typeof name !== 'string' || path.basename(name) !== name || !name.endsWith('.js')) {
+      throw new InvalidInput(
+        `${METADATA_FILE}: each library must be a .js file name in ${LIBRARY_FOLDER}/, got ${JSON.stringify(name)}.`,
+      );
+    }
+    const file = path.join(dir, '..', LIBRARY_FOLDER, name);
+    try {
+      parts.push(`// ---- library ${name} ----\n${await readFile(file, 'utf8')}\n`);
+    } catch {
+      throw new InvalidInput(`${METADATA_FILE}: library ${name} cannot be read (looked for ${file}).`);
+    }
+  }
+  return parts.length ? `${parts.join('')}// ---- template ----\n` : '';
+}
+
 export async function readTemplateFolder(dir: string): Promise<TemplateFolder> {
   let metadata: unknown;
   try {
@@ -76,6 +106,7 @@ export async function readTemplateFolder(dir: string): Promise<TemplateFolder> {
   } catch {
     throw new InvalidInput(`${path.join(dir, file)} cannot be read.`);
   }
+  script = (await librariesOf(dir, meta.libraries)) + script;
   const runtime = file.endsWith('.ts') ? 'typescript' : 'javascript';
   if (meta.script_runtime !== undefined && meta.script_runtime !== runtime) {
     throw new InvalidInput(
