@@ -1,3 +1,4 @@
+import { readTemplateFolder } from '../../engine/worker-templates/template-folder';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -697,8 +698,12 @@ describe('built-in worker templates', () => {
       builtin: true,
       version: '1',
     });
+    // The published script: the folder's script.js after the libraries it lists (_lib/).
+    const script = await readFile(path.join(BUILTIN_TEMPLATES_DIR, 'stress-test', 'script.js'), 'utf8');
+    expect(template.script.endsWith(script)).toBe(true);
+    expect(template.script).toContain('function portfolioPart(');
     expect(template.script).toBe(
-      await readFile(path.join(BUILTIN_TEMPLATES_DIR, 'stress-test', 'script.js'), 'utf8'),
+      (await readTemplateFolder(path.join(BUILTIN_TEMPLATES_DIR, 'stress-test'))).input.script,
     );
     expect(template.form_inputs).toEqual(
       expect.arrayContaining([
