@@ -37,6 +37,12 @@ export interface RunWorkerInput {
   worker: WorkerNode;
   parallel: ParallelInfo;
   inputs: InputRef;
+  /**
+   * The ENDER of the main path: a COMPLETED outcome also closes the run as SUCCEEDED in the same
+   * activity, saving the interpreter a separate finishRun round trip. Absent in runs started by
+   * interpreter code older than the `ender-closes-run` patch, which still call finishRun.
+   */
+  closesRun?: boolean;
 }
 
 export interface RunWorkerOutput {
@@ -47,6 +53,8 @@ export interface RunWorkerOutput {
   condition: boolean | null;
   /** How many branches a FORKER's list makes. */
   branchCount: number | null;
+  /** The run's status after the step when the step closed the run (`closesRun`); absent otherwise. */
+  runStatus?: 'SUCCEEDED' | 'FAILED';
 }
 
 export interface FinishRunInput {

@@ -204,6 +204,19 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
     async runWorker(input: RunWorkerInput): Promise<RunWorkerOutput> {
       const execution = await loadExecution(db, input.executionId);
       if (execution.run_status !== 'RUNNING') {
+        // A retried ENDER that had already closed the run (the process died before Temporal heard
+        // back) answers what it recorded.
+        const closedBy = execution.ender_worker_execution_id;
+        if (input.closesRun && input.worker.type === 'ENDER' && closedBy) {
+          const row = (await db('worker_executions').where({ id: closedBy }).first()) as
+            WorkerExecutionRow | undefined;
+          if (row && row.worker_id === input.worker.id) {
+            return {
+              ...outputOf(input.worker, row),
+              runStatus: execution.run_status === 'FAILED' ? 'FAILED' : 'SUCCEEDED',
+            };
+          }
+        }
         throw ApplicationFailure.nonRetryable(`Workflow execution ${execution.id} has already ended.`);
       }
       const { worker, parallel } = input;
@@ -220,9 +233,26 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           parallel_info: parallel,
         },
       });
+      /**
+       * The main path's ENDER closes the run when its step COMPLETED (`closesRun`): no worker can
+       * still be running then (branches end at their BARRIER before the run goes on), so SUCCEEDED
+       * is final. Idempotent: an ended run is left as it is, and its status is what is answered.
+       */
+      async function closeRun(output: RunWorkerOutput): Promise<RunWorkerOutput> {
+        if (!input.closesRun || worker.type !== 'ENDER' || output.status !== 'COMPLETED') return output;
+        const closed = await endWorkflowExecution(db, execution.id, {
+          runStatus: 'SUCCEEDED',
+          enderWorkerExecutionId: output.workerExecutionId,
+          failure: null,
+        });
+        return { ...output, runStatus: closed.run_status === 'FAILED' ? 'FAILED' : 'SUCCEEDED' };
+      }
+
       // A retry after the step had ended (the process died before Temporal heard back) hands back
       // the recorded outcome instead of running the script, and its side effects, again.
-      if (!begun.fresh && begun.row.status !== 'RUNNING') return outputOf(worker, begun.row);
+      if (!begun.fresh && begun.row.status !== 'RUNNING') {
+        return closeRun(outputOf(worker, begun.row));
+      }
       const record = begun.row;
       heartbeat();
 
@@ -256,13 +286,13 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
         });
         // Ended: a retry answers the recorded outcome and never runs the script again.
         await dropJournal(db, record.id);
-        return {
+        return closeRun({
           workerExecutionId: record.id,
           status: finalStatus,
           errorMessage: message,
           condition: finalStatus === 'COMPLETED' ? steer.condition : null,
           branchCount: finalStatus === 'COMPLETED' ? steer.branchCount : null,
-        };
+        });
       };
 
       const inputs = await resolveInputs(db, execution.id, input.inputs);
@@ -334,12 +364,14 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
     },
 
     /** Closes the run's records; retried until the database takes it, so no run stays RUNNING. */
-    async finishRun(input: FinishRunInput): Promise<void> {
-      await endWorkflowExecution(db, input.executionId, {
+    async finishRun(input: FinishRunInput): Promise<'SUCCEEDED' | 'FAILED'> {
+      const closed = await endWorkflowExecution(db, input.executionId, {
         runStatus: input.runStatus,
         enderWorkerExecutionId: input.enderWorkerExecutionId,
         failure: input.failure,
       });
+      // A run closed earlier (by its ENDER) keeps its status; the interpreter reports that one.
+      return closed.run_status === 'FAILED' ? 'FAILED' : 'SUCCEEDED';
     },
   };
 }

@@ -2,6 +2,7 @@ import {
   ActivityFailure,
   CancellationScope,
   isCancellation,
+  patched,
   proxyActivities,
   upsertMemo,
   upsertSearchAttributes,
@@ -43,6 +44,8 @@ const { finishRun } = proxyActivities<WorkerActivities>({
 // A search attribute key is plain data ({name, type}); written out so this file imports only the SDK.
 const RUN_STATUS = { name: 'PasRunStatus', type: 'KEYWORD' } as const;
 const NOT_FORKED: ParallelInfo = { index: -1, length: -1 };
+/** Patch marker: from this version on, the main path's ENDER step closes the run's records. */
+const ENDER_CLOSES_RUN = 'ender-closes-run';
 
 /** A worker that failed for good; it ends the run wherever it happens, branches included. */
 class WorkerFailed extends Error {
@@ -72,9 +75,18 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
       ...ACTIVITY_OPTIONS,
       activityId: `${worker.id}#${parallel.index}`,
     });
+    // The main path's ENDER closes the run itself (one round trip fewer than a separate finishRun).
+    // Behind a patch marker, so runs whose history was written by older code still replay.
+    const closesRun = worker.type === 'ENDER' && parallel.index < 0 && patched(ENDER_CLOSES_RUN);
     let output: RunWorkerOutput;
     try {
-      output = await runWorkerActivity({ executionId: input.executionId, worker, parallel, inputs });
+      output = await runWorkerActivity({
+        executionId: input.executionId,
+        worker,
+        parallel,
+        inputs,
+        ...(closesRun ? { closesRun } : {}),
+      });
     } catch (error) {
       // Retries exhausted (or a non-retryable failure): the step failed for good.
       if (error instanceof ActivityFailure && !isCancellation(error)) {
@@ -106,7 +118,7 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
     startId: string,
     parallel: ParallelInfo,
     start: InputRef,
-  ): Promise<{ ender: string } | { branchOutput: InputRef }> {
+  ): Promise<{ ender: string; closed?: 'SUCCEEDED' | 'FAILED' } | { branchOutput: InputRef }> {
     let worker = node(startId);
     let inputs = start;
     for (;;) {
@@ -120,7 +132,9 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
       };
       switch (worker.type) {
         case 'ENDER':
-          return { ender: output.workerExecutionId };
+          return output.runStatus
+            ? { ender: output.workerExecutionId, closed: output.runStatus }
+            : { ender: output.workerExecutionId };
         case 'CONDITIONAL':
           // The CONDITIONAL only routes: the worker it picks receives the CONDITIONAL's own input.
           worker = node((output.condition ? worker.next_true! : worker.next_false!)[0]!);
@@ -164,9 +178,12 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
   }
 
   let outcome: FinishRunInput;
+  /** Set when the ENDER's step already closed the run's records. */
+  let closed: 'SUCCEEDED' | 'FAILED' | undefined;
   try {
     const end = await walk(input.plan.starterId, NOT_FORKED, { kind: 'none' });
     if (!('ender' in end)) throw new Error('the run left its branches without a BARRIER');
+    closed = end.closed;
     outcome = {
       executionId: input.executionId,
       runStatus: 'SUCCEEDED',
@@ -187,8 +204,16 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
           };
     outcome = { executionId: input.executionId, runStatus: 'FAILED', enderWorkerExecutionId: null, failure };
   }
-  // Even a run cancelled from the Temporal UI closes its records (CANCELED is never written).
-  await CancellationScope.nonCancellable(() => finishRun(outcome));
+  // Even a run cancelled from the Temporal UI closes its records (CANCELED is never written). The
+  // status the records end with is the one reported (a run closed earlier keeps its own).
+  if (closed === undefined) {
+    const recorded = await CancellationScope.nonCancellable(() => finishRun(outcome));
+    // Older worker code answered nothing: then the outcome is what was recorded.
+    if (recorded === 'SUCCEEDED' || recorded === 'FAILED') closed = recorded;
+  }
+  if (closed !== undefined && closed !== outcome.runStatus) {
+    outcome = { ...outcome, runStatus: closed, failure: closed === 'SUCCEEDED' ? null : outcome.failure };
+  }
   upsertSearchAttributes([{ key: RUN_STATUS, value: outcome.runStatus }]);
   upsertMemo({ run_status: outcome.runStatus });
   return outcome;

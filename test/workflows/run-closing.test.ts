@@ -1,0 +1,74 @@
+import { startHarness, type WorkflowHarness, workerId } from './workflow-harness';
+
+/**
+ * Who closes a run's records: the main path's ENDER in its own step when it completes (one Temporal
+ * round trip fewer), the separate finishRun activity when the run fails. Either way the records,
+ * the search attribute and the workflow result agree.
+ */
+describe('closing a run', () => {
+  let h: WorkflowHarness;
+
+  beforeAll(async () => {
+    h = await startHarness({ worker: true });
+  }, 120_000);
+  afterAll(() => h.close());
+
+  async function activityTypes(executionId: string): Promise<string[]> {
+    const history = await h.t.temporal.workflow.getHandle(executionId).fetchHistory();
+    return (history.events ?? [])
+      .map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name)
+      .filter((name): name is string => typeof name === 'string');
+  }
+
+  test('a run that reaches its ENDER is closed by the ENDER step: no finishRun activity', async () => {
+    const [s, b, e] = [workerId(), workerId(), workerId()];
+    const workflow = await h.store({
+      name: 'Closes at the end',
+      workers: [
+        { id: s, name: 'S', type: 'STARTER', next: [b] },
+        {
+          id: b,
+          name: 'B',
+          type: 'BASIC',
+          script: 'function main(a) { return { n: a.inputs.n + 1 }; }',
+          next: [e],
+        },
+        { id: e, name: 'E', type: 'ENDER', script: 'function main(a) { return { n: a.inputs.n * 10 }; }' },
+      ],
+    });
+    const started = await h.run(workflow.id, { n: 4 });
+    const result = await h.t.temporal.workflow.getHandle(started.id).result();
+    expect(result).toMatchObject({ runStatus: 'SUCCEEDED', failure: null });
+    const ended = await h.pollUntilEnded(workflow.id, started.id);
+    expect(ended).toMatchObject({ run_status: 'SUCCEEDED', status: 'COMPLETED' });
+    expect(ended.ender_worker_execution_id).toBe(result.enderWorkerExecutionId);
+    expect((await h.workerExecution(ended.ender_worker_execution_id!)).result).toEqual({ n: 50 });
+    expect(ended.duration).toEqual(expect.any(Number));
+    expect(await activityTypes(started.id)).toEqual(['runWorker', 'runWorker', 'runWorker']);
+    const description = await h.t.temporal.workflow.getHandle(started.id).describe();
+    expect(description.searchAttributes.PasRunStatus).toEqual(['SUCCEEDED']);
+  });
+
+  test('a failing run is closed by finishRun, and FAILED everywhere', async () => {
+    const [s, e] = [workerId(), workerId()];
+    const workflow = await h.store({
+      name: 'Fails at the end',
+      workers: [
+        { id: s, name: 'S', type: 'STARTER', next: [e] },
+        { id: e, name: 'E', type: 'ENDER', script: 'function main() { throw new Error("no data"); }' },
+      ],
+    });
+    const started = await h.run(workflow.id, {});
+    const result = await h.t.temporal.workflow.getHandle(started.id).result();
+    expect(result).toMatchObject({ runStatus: 'FAILED', failure: { workerId: e } });
+    const ended = await h.pollUntilEnded(workflow.id, started.id);
+    expect(ended).toMatchObject({
+      run_status: 'FAILED',
+      status: 'COMPLETED',
+      ender_worker_execution_id: null,
+    });
+    expect(await activityTypes(started.id)).toEqual(['runWorker', 'runWorker', 'finishRun']);
+    const description = await h.t.temporal.workflow.getHandle(started.id).describe();
+    expect(description.searchAttributes.PasRunStatus).toEqual(['FAILED']);
+  });
+});
