@@ -2,16 +2,9 @@ import fc from 'fast-check';
 import type { Principal } from '../../engine/accounts/account-store';
 import { diffSnapshots, type Snapshot } from '../../engine/audit/audit-log-queries';
 import { recordAudit } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
 import { newId } from '../../engine/ids';
-import {
-  createTestAccount,
-  createTestApp,
-  createTestSubUser,
-  type TestAccount,
-  type TestApp,
-} from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, createTestSubUser, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 type Caller = { bearer: string };
 type Entry = Record<string, unknown> & { id: string; operation: string; entity_id: string | null };
@@ -29,9 +22,8 @@ const FORBIDDEN_ALL = {
 };
 
 describe('audit logs', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
+  // This suite's main account has a known owner email, so it is created in setUp rather than being
+  // the fixture's own account (h.account, unused here).
   let account: TestAccount;
   const ownerEmail = `owner-${Math.random().toString(36).slice(2)}@example.com`;
   let viewer: Awaited<ReturnType<typeof createTestSubUser>>;
@@ -39,19 +31,14 @@ describe('audit logs', () => {
   let nobody: Awaited<ReturnType<typeof createTestSubUser>>;
   let other: TestAccount;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db, ownerEmail);
-    viewer = await createTestSubUser(db, account.accountId, ['VIEW USER']);
-    auditor = await createTestSubUser(db, account.accountId, ['VIEW ALL USERS']);
-    nobody = await createTestSubUser(db, account.accountId, []);
-    other = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      account = await createTestAccount(db, ownerEmail);
+      viewer = await createTestSubUser(db, account.accountId, ['VIEW USER']);
+      auditor = await createTestSubUser(db, account.accountId, ['VIEW ALL USERS']);
+      nobody = await createTestSubUser(db, account.accountId, []);
+      other = await createTestAccount(db);
+    },
   });
 
   const call = (
@@ -60,7 +47,7 @@ describe('audit logs', () => {
     who: Caller = account,
     payload?: object,
   ) =>
-    t.app.inject({
+    h.app.inject({
       method,
       url,
       payload,
@@ -74,7 +61,7 @@ describe('audit logs', () => {
   };
 
   const countRecords = async (accountId: string) =>
-    Number((await db('audit_logs').where({ account_id: accountId }).count({ n: '*' }).first())!.n);
+    Number((await h.db('audit_logs').where({ account_id: accountId }).count({ n: '*' }).first())!.n);
 
   /** Rows written directly, at a chosen instant (the table refuses only UPDATE, DELETE and TRUNCATE). */
   const insertRecord = async (
@@ -83,7 +70,7 @@ describe('audit logs', () => {
     extra: Record<string, unknown> = {},
   ): Promise<string> => {
     const id = (extra.id as string | undefined) ?? newId('auditLog');
-    await db('audit_logs').insert({
+    await h.db('audit_logs').insert({
       id,
       account_id: owner.accountId,
       user_id: owner.userId,
@@ -198,7 +185,11 @@ describe('audit logs', () => {
     test('/audit_logs/all: every record of the account for VIEW ALL USERS; the route wins over /:id', async () => {
       const everything = await listAll('/v2/audit_logs/all?page_size=100', auditor);
       expect(everything.map((e) => e.id)).toEqual(expect.arrayContaining([ownerCreate.id, viewerCreate.id]));
-      const rows = await db('audit_logs').where({ account_id: account.accountId }).count({ n: '*' }).first();
+      const rows = await h
+        .db('audit_logs')
+        .where({ account_id: account.accountId })
+        .count({ n: '*' })
+        .first();
       expect(everything).toHaveLength(Number(rows!.n));
       expect(await listAll('/v2/audit_logs/all?page_size=100')).toEqual(everything);
       // The auditor holds VIEW ALL USERS only: /audit_logs still lists only the auditor's own records.
@@ -239,7 +230,8 @@ describe('audit logs', () => {
       const one = await call('GET', `/v2/audit_logs/${ownerCreate.id}`, nobody);
       expect(one.statusCode).toBe(403);
       expect(one.json()).toEqual(FORBIDDEN_LIST);
-      const denied = await db('audit_logs')
+      const denied = await h
+        .db('audit_logs')
         .where({ user_id: nobody.user.id })
         .select('status', 'operation', 'entity_id', 'activity');
       expect(denied).toHaveLength(3);
@@ -302,7 +294,7 @@ describe('audit logs', () => {
       entries.map((e) => Object.keys(ids).find((label) => ids[label] === e.id) ?? e.id).join('');
 
     beforeAll(async () => {
-      periodAccount = await createTestAccount(db);
+      periodAccount = await createTestAccount(h.db);
       for (const [label, instant] of Object.entries(instants)) {
         ids[label] = await insertRecord(
           { accountId: periodAccount.accountId, userId: periodAccount.ownerId },
@@ -384,7 +376,7 @@ describe('audit logs', () => {
     let expected: string[];
 
     beforeAll(async () => {
-      pagingAccount = await createTestAccount(db);
+      pagingAccount = await createTestAccount(h.db);
       const owner = { accountId: pagingAccount.accountId, userId: pagingAccount.ownerId };
       const rows: Array<[string, string]> = [];
       for (let i = 0; i < 18; i += 1) {
@@ -605,7 +597,7 @@ describe('audit logs', () => {
         credentialType: 'API_KEY',
       };
       const id = await recordAudit(
-        db,
+        h.db,
         { principal, source: 'API', ip: null, userAgent: null },
         {
           operation: 'CREATE',
@@ -715,18 +707,18 @@ describe('audit logs', () => {
     test('the database refuses UPDATE, DELETE and TRUNCATE', async () => {
       const before = await countRecords(account.accountId);
       await expect(
-        db('audit_logs').where({ id: record.id }).update({ activity: 'tampered' }),
+        h.db('audit_logs').where({ id: record.id }).update({ activity: 'tampered' }),
       ).rejects.toThrow(/audit log records are immutable/);
-      await expect(db('audit_logs').where({ id: record.id }).delete()).rejects.toThrow(
+      await expect(h.db('audit_logs').where({ id: record.id }).delete()).rejects.toThrow(
         /audit log records are immutable/,
       );
-      await expect(db.raw('TRUNCATE audit_logs')).rejects.toThrow(/audit log records are immutable/);
+      await expect(h.db.raw('TRUNCATE audit_logs')).rejects.toThrow(/audit log records are immutable/);
       expect(await countRecords(account.accountId)).toBe(before);
-      expect((await db('audit_logs').where({ id: record.id }).first()).activity).toBe(record.activity);
+      expect((await h.db('audit_logs').where({ id: record.id }).first()).activity).toBe(record.activity);
     });
 
     test('the OpenAPI document lists the three routes, GET only, with the entry schema', async () => {
-      const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+      const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
       for (const path of ['/audit_logs', '/audit_logs/all', '/audit_logs/{id}']) {
         expect(Object.keys(doc.paths[path])).toEqual(['get']);
         expect(doc.paths[path].get.responses['200']).toBeDefined();

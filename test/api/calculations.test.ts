@@ -1,9 +1,8 @@
 import path from 'node:path';
 import { startSimulationEngine } from '../../engine/calculations/simulation-engine';
-import type { Database } from '../../engine/db/database';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestApp } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 /** The shared real data, read in place (never copied into the repository). */
 const MARKET = path.resolve(__dirname, '..', '..', '..', 'shared', 'data', 'market');
@@ -19,34 +18,23 @@ type Values = Array<{ projection: string; value: number }>;
 const total = (values: Values) => values.reduce((s, v) => s + v.value, 0);
 
 describe('calculations', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    await importMarketCsv(db, path.join(MARKET, 'sp500_index_1990_2022.csv'));
-    await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), {
-      columns: ['AAPL', 'JPM', 'XOM', 'WMT', 'PFE'],
-    });
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      await importMarketCsv(db, path.join(MARKET, 'sp500_index_1990_2022.csv'));
+      await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), {
+        columns: ['AAPL', 'JPM', 'XOM', 'WMT', 'PFE'],
+      });
+    },
   });
 
   const post = (url: string, payload: object) =>
-    t.app.inject({ method: 'POST', url, payload, headers: { authorization: account.bearer } });
+    h.app.inject({ method: 'POST', url, payload, headers: { authorization: h.account.bearer } });
   const stress = (payload: object) => post('/v2/calculations/stress_test', payload);
   const attribution = (payload: object) => post('/v2/calculations/risk_attribution', payload);
 
   /** Daily log returns of a stored series up to DATE, newest last. */
   async function logReturns(symbol: string): Promise<Map<number, number>> {
-    const row = (await db('price_series').where({ symbol }).first('dates', 'values')) as {
+    const row = (await h.db('price_series').where({ symbol }).first('dates', 'values')) as {
       dates: number[];
       values: number[];
     };
@@ -93,7 +81,8 @@ describe('calculations', () => {
     // Expected: Σ w_i β_i × shock, with plain (unweighted) 5-year OLS betas of daily log returns. The
     // service's betas are EWMA-weighted and its P&L is not linear, so the bound is loose (±35%).
     const spx = await logReturns('IND:SPX');
-    const last = await db('price_series')
+    const last = await h
+      .db('price_series')
       .whereIn('symbol', ['AAPL', 'JPM', 'XOM', 'WMT'])
       .select('symbol', 'dates', 'values');
     let expected = 0;
@@ -157,10 +146,10 @@ describe('calculations', () => {
   });
 
   test('portfolio_id: the stored book, date and nlv give the very numbers of the same body', async () => {
-    const created = await t.app.inject({
+    const created = await h.app.inject({
       method: 'POST',
       url: '/v2/portfolios',
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
       payload: { name: 'Stress book', date: DATE, securities: BOOK, workspace: 'desk' },
     });
     expect(created.statusCode).toBe(200);
@@ -175,8 +164,9 @@ describe('calculations', () => {
     const missing = await stress({ portfolio_id: id, magnitude: -0.1 });
     expect(missing.statusCode).toBe(404);
 
-    const audit = await db('audit_logs')
-      .where({ account_id: account.accountId, entity_type: 'Calculation' })
+    const audit = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, entity_type: 'Calculation' })
       .orderBy('created_at')
       .select('operation', 'status', 'entity_id', 'entity_name', 'activity', 'workspace');
     expect(audit).toEqual(
@@ -205,17 +195,17 @@ describe('calculations', () => {
   test('no look-ahead: rewriting every price after the date changes nothing', async () => {
     const request = { securities: BOOK.slice(0, 2), date: '20191231', magnitude: -0.05 };
     const before = (await stress(request)).json();
-    const row = (await db('price_series').where({ symbol: 'AAPL' }).first('dates', 'values')) as {
+    const row = (await h.db('price_series').where({ symbol: 'AAPL' }).first('dates', 'values')) as {
       dates: number[];
       values: number[];
     };
     const cut = 18261; // 2019-12-31
     const scrambled = row.values.map((v, i) => (row.dates[i]! > cut ? v * (1 + (i % 7) / 10) : v));
-    await db('price_series').where({ symbol: 'AAPL' }).update({ values: scrambled });
+    await h.db('price_series').where({ symbol: 'AAPL' }).update({ values: scrambled });
     try {
       expect((await stress(request)).json()).toEqual(before);
     } finally {
-      await db('price_series').where({ symbol: 'AAPL' }).update({ values: row.values });
+      await h.db('price_series').where({ symbol: 'AAPL' }).update({ values: row.values });
     }
   });
 
@@ -431,7 +421,7 @@ describe('calculations', () => {
       ['threads', 1e-12],
     ] as const) {
       const simulation = await startSimulationEngine({ calcBackend: setting, calcThreads: 2 });
-      const other = await createTestApp(db, { simulation });
+      const other = await createTestApp(h.db, { simulation });
       try {
         const health = await other.app.inject({ method: 'GET', url: '/v2/health_check' });
         expect(health.json().calculation_backend).toMatchObject({ name: setting, chosen_by: 'configured' });
@@ -441,7 +431,7 @@ describe('calculations', () => {
               method: 'POST',
               url,
               payload: body,
-              headers: { authorization: account.bearer },
+              headers: { authorization: h.account.bearer },
             });
           const first = await run();
           expect(first.statusCode).toBe(200);

@@ -1,28 +1,11 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, createTestApp } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const points = (...pairs: Array<[string, number]>) => pairs;
 
 describe('custom indexes', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const h = useTestApp();
+  const { call } = h;
   const create = (symbol: string, extra: object = {}) =>
     call('POST', '/v2/custom_indexes', {
       symbol,
@@ -31,7 +14,7 @@ describe('custom indexes', () => {
       ...extra,
     });
   const count = async () =>
-    Number((await db('entities').where({ kind: 'custom_index' }).count({ n: '*' }))[0]!.n);
+    Number((await h.db('entities').where({ kind: 'custom_index' }).count({ n: '*' }))[0]!.n);
 
   test('create → 200 with the defaults; data sorted by date; date and unknown keys ignored', async () => {
     const res = await call('POST', '/v2/custom_indexes', {
@@ -183,17 +166,17 @@ describe('custom indexes', () => {
   });
 
   test('a value that JSON reads as Infinity is refused', async () => {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: '/v2/custom_indexes',
-      headers: { authorization: account.bearer, 'content-type': 'application/json' },
+      headers: { authorization: h.account.bearer, 'content-type': 'application/json' },
       payload: '{"symbol":"CUSTOM:HUGE","name":"Huge","data":[["20240102",1e400]]}',
     });
     expect(res.json()).toEqual({ code: 400, message: 'data[0][1] must be a finite number.' });
   });
 
   test('at most 100000 points', async () => {
-    const big = await createTestApp(db, { maxPayloadBytes: 8 * 1024 * 1024 });
+    const big = await createTestApp(h.db, { maxPayloadBytes: 8 * 1024 * 1024 });
     try {
       const day = Date.UTC(1700, 0, 1);
       const series = (n: number) =>
@@ -205,7 +188,7 @@ describe('custom indexes', () => {
         big.app.inject({
           method: 'POST',
           url: '/v2/custom_indexes',
-          headers: { authorization: account.bearer },
+          headers: { authorization: h.account.bearer },
           payload: { symbol, name: symbol, data: series(n) },
         });
       const over = await post('CUSTOM:TOO_LONG', 100_001);
@@ -228,7 +211,7 @@ describe('custom indexes', () => {
     });
     expect((await call('GET', '/v2/custom_indexes/CUSTOM:DUP')).json().custom_index.name).toBe('First');
     // Another account has its own symbols.
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const theirs = await call(
       'POST',
       '/v2/custom_indexes',
@@ -336,7 +319,7 @@ describe('custom indexes', () => {
   });
 
   test('list: without data, most recent first, one-symbol mode, name prefix, tags, any workspace', async () => {
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const as = (symbol: string, name: string, tags: string[] = []) =>
       call('POST', '/v2/custom_indexes', { symbol, name, tags, data: points(['20240102', 1]) }, other);
     await as('CUSTOM:LIST_A', 'Alpha', ['x']);
@@ -408,7 +391,7 @@ describe('custom indexes', () => {
 
   test('another account sees 404 for every operation and an empty list', async () => {
     await create('CUSTOM:MINE', { name: 'Mine' });
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const url = '/v2/custom_indexes/CUSTOM:MINE';
     expect((await call('GET', url, undefined, other)).statusCode).toBe(404);
     expect(
@@ -430,8 +413,9 @@ describe('custom indexes', () => {
     });
     await call('GET', `/v2/custom_indexes?query=${encodeURIComponent('CUSTOM:AUDIT')}`);
     await call('DELETE', '/v2/custom_indexes/CUSTOM:AUDIT');
-    const records = await db('audit_logs')
-      .where({ account_id: account.accountId, entity_id: 'CUSTOM:AUDIT' })
+    const records = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, entity_id: 'CUSTOM:AUDIT' })
       .orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.workspace, r.status])).toEqual([
       ['CREATE', 'CustomSecurity', 'Audited', null, 'SUCCESS'],
@@ -445,15 +429,16 @@ describe('custom indexes', () => {
     expect(records[2].before).toMatchObject({ name: 'Audited', data: records[0].after.data });
     expect(records[2].after).toMatchObject({ name: 'Audited 2', data: digest });
     expect(records[2].after.data.sha256).not.toBe(records[2].before.data.sha256);
-    const [listed] = await db('audit_logs').whereRaw(`viewed_ids @> ?::jsonb`, [
-      JSON.stringify(['CUSTOM:AUDIT']),
-    ]);
+    const [listed] = await h
+      .db('audit_logs')
+      .whereRaw(`viewed_ids @> ?::jsonb`, [JSON.stringify(['CUSTOM:AUDIT'])]);
     expect(listed).toMatchObject({ operation: 'VIEW', entity_type: 'CustomSecurity', entity_id: null });
 
     await call('POST', '/v2/custom_indexes', { symbol: 'CUSTOM:FAILS', name: 'x' });
     await call('GET', '/v2/custom_indexes/CUSTOM:FAILS');
-    const failures = await db('audit_logs')
-      .where({ account_id: account.accountId, status: 'ERROR', entity_type: 'CustomSecurity' })
+    const failures = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, status: 'ERROR', entity_type: 'CustomSecurity' })
       .orderBy('created_at');
     expect(failures.map((r) => [r.operation, r.entity_id])).toEqual(
       expect.arrayContaining([
@@ -464,7 +449,7 @@ describe('custom indexes', () => {
   });
 
   test('the OpenAPI document lists the routes and the CustomIndex schema', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/custom_indexes']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/custom_indexes/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     const schema = Object.values(doc.components.schemas).find(

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const table = [
   ['symbol', 'weight', 'note'],
@@ -10,30 +9,14 @@ const table = [
 ];
 
 describe('datastores', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const h = useTestApp();
+  const { call } = h;
   const create = async (body: object) => {
     const res = await call('POST', '/v2/datastores', body);
     expect(res.statusCode).toBe(200);
     return res.json().datastore;
   };
-  const entityCount = async () => Number((await db('entities').count({ n: '*' }).first())!.n);
+  const entityCount = async () => Number((await h.db('entities').count({ n: '*' }).first())!.n);
 
   test('create → 200 with defaults, hashtags as tags, data echoed, unknown keys ignored', async () => {
     const res = await call('POST', '/v2/datastores', {
@@ -223,7 +206,7 @@ describe('datastores', () => {
     const listed = (await call('GET', '/v2/datastores?workspace=ops')).json().datastores;
     expect(listed.map((d: { workspace: string }) => d.workspace)).toEqual(['ops', 'ops']);
 
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const notFound = { code: 404, message: `Datastore ${inBody.id} not found.` };
     expect((await call('GET', `/v2/datastores/${inBody.id}?workspace=ops`, undefined, other)).json()).toEqual(
       notFound,
@@ -249,7 +232,7 @@ describe('datastores', () => {
     await call('GET', `/v2/datastores?query=${created.id}`);
     await call('DELETE', `/v2/datastores/${created.id}`);
     await call('GET', `/v2/datastores/${created.id}`);
-    const records = await db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.status])).toEqual([
       ['CREATE', 'Datastore', 'Audited', 'SUCCESS'],
       ['VIEW', 'Datastore', 'Audited', 'SUCCESS'],
@@ -265,7 +248,8 @@ describe('datastores', () => {
     expect(records[0].after).toMatchObject({ name: 'Audited', data: digest(table), workspace: 'main' });
     expect(records[2].before.data).toEqual(digest(table));
     expect(records[2].after.data).toEqual(digest([['x']]));
-    const listed = await db('audit_logs')
+    const listed = await h
+      .db('audit_logs')
       .where({ entity_type: 'Datastore', operation: 'VIEW' })
       .whereNull('entity_id')
       .whereRaw('viewed_ids @> ?::jsonb', [JSON.stringify([created.id])]);
@@ -273,7 +257,7 @@ describe('datastores', () => {
   });
 
   test('the OpenAPI document lists every datastore route and the Datastore schema', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/datastores']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/datastores/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     const schemaOf = (ref: string) => doc.components.schemas[ref.split('/').pop()!];

@@ -1,35 +1,19 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { useTestApp } from '../support/use-test-app';
 
 describe('errors and response headers', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db, {
-      extraRoutes: (app) => {
-        app.get('/v2/test-failure', async () => {
-          throw new Error('relation "secret_table" does not exist at /srv/app/engine/store.ts:42');
-        });
-      },
-    });
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
+  const h = useTestApp({
+    extraRoutes: (app) => {
+      app.get('/v2/test-failure', async () => {
+        throw new Error('relation "secret_table" does not exist at /srv/app/engine/store.ts:42');
+      });
+    },
   });
 
   test('unknown route → 404 JSON with every service header', async () => {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'GET',
       url: '/v2/no_such_resource',
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ code: 404, message: 'Not Found: GET /v2/no_such_resource' });
@@ -45,7 +29,7 @@ describe('errors and response headers', () => {
   });
 
   test('unknown route without credentials is still a 404', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/nowhere' });
+    const res = await h.app.inject({ method: 'POST', url: '/nowhere' });
     expect(res.statusCode).toBe(404);
     expect(res.json().code).toBe(404);
   });
@@ -53,7 +37,7 @@ describe('errors and response headers', () => {
   test('request ids are unique and durations are numbers', async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 20; i++) {
-      const res = await t.app.inject({ method: 'GET', url: '/v2/health_check' });
+      const res = await h.app.inject({ method: 'GET', url: '/v2/health_check' });
       ids.add(String(res.headers['x-service-request-id']));
       expect(Number(res.headers['x-service-request-duration'])).toBeGreaterThanOrEqual(0);
     }
@@ -62,10 +46,10 @@ describe('errors and response headers', () => {
   });
 
   test('a 5xx leaks no internals', async () => {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'GET',
       url: '/v2/test-failure',
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ code: 500, message: 'Internal Server Error' });
@@ -74,10 +58,10 @@ describe('errors and response headers', () => {
   });
 
   test('invalid JSON → 400 JSON error', async () => {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: '/v2/workspaces',
-      headers: { authorization: account.bearer, 'content-type': 'application/json' },
+      headers: { authorization: h.account.bearer, 'content-type': 'application/json' },
       payload: '{"name": ',
     });
     expect(res.statusCode).toBe(400);
@@ -85,10 +69,10 @@ describe('errors and response headers', () => {
   });
 
   test('validation failure → 400 naming the field', async () => {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: '/v2/workspaces',
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
       payload: { description: 'no name' },
     });
     expect(res.statusCode).toBe(400);
@@ -99,7 +83,7 @@ describe('errors and response headers', () => {
   });
 
   test('the OpenAPI document is served and lists the routes', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/v2/openapi.json' });
+    const res = await h.app.inject({ method: 'GET', url: '/v2/openapi.json' });
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toBe('3.0.3');
@@ -115,7 +99,7 @@ describe('errors and response headers', () => {
     );
     expect(doc.paths['/workspaces'].post.responses['200']).toBeDefined();
     expect(doc.components.securitySchemes.oauth2.flows.clientCredentials.tokenUrl).toBe('/v2/oauth/token');
-    const page = await t.app.inject({ method: 'GET', url: '/v2/docs/' });
+    const page = await h.app.inject({ method: 'GET', url: '/v2/docs/' });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
   });

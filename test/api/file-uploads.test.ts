@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
-import type { Database } from '../../engine/db/database';
 import { decodeBase64Strict } from '../../engine/files/file-store';
 import { expireIdleUploads } from '../../engine/files/file-uploads';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, createTestApp, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -60,45 +59,35 @@ const controls = (uploadId: string, part: number, total: number): Field[] => [
 ];
 
 describe('files: multipart upload', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
   let other: TestAccount;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    // Parts up to 64 MiB (the spec's largest download part) fit the maximum payload size.
-    t = await createTestApp(db, { maxPayloadBytes: 70 * MiB });
-    account = await createTestAccount(db);
-    other = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
+  // Parts up to 64 MiB (the spec's largest download part) fit the maximum payload size.
+  const h = useTestApp({
+    maxPayloadBytes: 70 * MiB,
+    setUp: async ({ db }) => {
+      other = await createTestAccount(db);
+    },
   });
 
   const send = (form: Form, options: { method?: 'POST' | 'PUT'; url?: string; who?: TestAccount } = {}) => {
     const { payload, headers } = encodeForm(form);
-    return t.app.inject({
+    return h.app.inject({
       method: options.method ?? 'POST',
       url: options.url ?? '/v2/files',
       payload,
-      headers: { ...headers, authorization: (options.who ?? account).bearer },
+      headers: { ...headers, authorization: (options.who ?? h.account).bearer },
     });
   };
-  const call = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const { call } = h;
   const count = async (table: string, where: Record<string, unknown> = {}) =>
-    Number((await db(table).where(where).count({ n: '*' }).first())!.n);
-  const uploadRow = (uploadId: string, who = account) =>
-    db('file_uploads').where({ account_id: who.accountId, upload_id: uploadId }).first();
+    Number((await h.db(table).where(where).count({ n: '*' }).first())!.n);
+  const uploadRow = (uploadId: string, who = h.account) =>
+    h.db('file_uploads').where({ account_id: who.accountId, upload_id: uploadId }).first();
   const stagedChunks = async (uploadId: string) => {
     const row = await uploadRow(uploadId);
     return row?.blob_id ? count('file_chunks', { blob_id: row.blob_id }) : 0;
   };
-  const fileRecord = (id: string) => db('entities').where({ kind: 'file', id }).first();
+  const fileRecord = (id: string) => h.db('entities').where({ kind: 'file', id }).first();
   const newUploadId = () => `up_${randomBytes(6).toString('hex')}`;
 
   /** Sends `content` as `sizes.length` parts and returns each response. */
@@ -178,10 +167,10 @@ describe('files: multipart upload', () => {
       pieces.push(decodeBase64Strict(res.json().chunk, 'chunk'));
     }
     expect(sha256(Buffer.concat(pieces))).toBe(sha256(content));
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: file.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(raw.headers['content-type']).toBe(file.content_type);
     expect(sha256(raw.rawPayload)).toBe(sha256(content));
@@ -190,7 +179,8 @@ describe('files: multipart upload', () => {
     const whole = (await call('GET', `/v2/files/${file.id}`)).json().file;
     expect(sha256(decodeBase64Strict(whole.data, 'data'))).toBe(sha256(content));
 
-    const trail = await db('audit_logs')
+    const trail = await h
+      .db('audit_logs')
       .where({ entity_id: file.id })
       .whereIn('operation', ['CREATE', 'UPDATE']);
     expect(trail.map((r) => [r.operation, r.entity_type])).toEqual([['CREATE', 'File']]);
@@ -352,10 +342,10 @@ describe('files: multipart upload', () => {
     expect(resent.json()).toEqual({ status: 'done', file: { id: created.id } });
     expect((await send(part1)).json()).toEqual({ status: 'done', file: { id: created.id } });
     expect(await count('entities', { kind: 'file', name: 'Once' })).toBe(1);
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: created.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(sha256(raw.rawPayload)).toBe(sha256(content));
   });
@@ -451,11 +441,11 @@ describe('files: multipart upload', () => {
       code: 400,
       message: 'Every part needs upload_id, part_number and total_parts (missing: part_number, total_parts).',
     });
-    const wrongFile = await t.app.inject({
+    const wrongFile = await h.app.inject({
       method: 'POST',
       url: '/v2/files',
       headers: {
-        authorization: account.bearer,
+        authorization: h.account.bearer,
         'content-type': 'multipart/form-data; boundary=b',
       },
       payload:
@@ -466,10 +456,10 @@ describe('files: multipart upload', () => {
       code: 400,
       message: "The part's bytes go in the file field chunk, not file.",
     });
-    const truncated = await t.app.inject({
+    const truncated = await h.app.inject({
       method: 'POST',
       url: '/v2/files',
-      headers: { authorization: account.bearer, 'content-type': 'multipart/form-data; boundary=b' },
+      headers: { authorization: h.account.bearer, 'content-type': 'multipart/form-data; boundary=b' },
       payload: '--b\r\nContent-Disposition: form-data; name="upload_id"\r\n\r\nu1\r\n--b\r\nContent-Disp',
     });
     expect(truncated.statusCode).toBe(400);
@@ -504,23 +494,24 @@ describe('files: multipart upload', () => {
     const last = await send({ fields: [], chunk: content.subarray(MiB), after: controls(uploadId, 2, 2) });
     const file = last.json().file;
     expect(file).toMatchObject({ name: 'Late', size: content.length });
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: file.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(sha256(raw.rawPayload)).toBe(sha256(content));
     // A refused chunk-first part leaves no scratch rows behind.
     expect(await count('file_chunks', { blob_id: (await fileRecord(file.id)).body.blob_id })).toBe(2);
     expect(
       Number(
-        (await db('file_chunks')
-          .where({ account_id: account.accountId })
+        (await h
+          .db('file_chunks')
+          .where({ account_id: h.account.accountId })
           .whereNotIn(
             'blob_id',
-            db('entities').select(db.raw("(body->>'blob_id')::uuid")).where({ kind: 'file' }),
+            h.db('entities').select(h.db.raw("(body->>'blob_id')::uuid")).where({ kind: 'file' }),
           )
-          .whereNotIn('blob_id', db('file_uploads').select('blob_id').whereNotNull('blob_id'))
+          .whereNotIn('blob_id', h.db('file_uploads').select('blob_id').whereNotNull('blob_id'))
           .count({ n: '*' })
           .first())!.n,
       ),
@@ -572,13 +563,14 @@ describe('files: multipart upload', () => {
       version: '2',
     });
     expect(await count('file_chunks', { blob_id: oldBlob })).toBe(0);
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: created.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(sha256(raw.rawPayload)).toBe(sha256(content));
-    const trail = await db('audit_logs')
+    const trail = await h
+      .db('audit_logs')
       .where({ entity_id: created.id })
       .whereIn('operation', ['CREATE', 'UPDATE']);
     expect(trail.map((r) => r.operation)).toEqual(['CREATE', 'UPDATE']);
@@ -631,10 +623,10 @@ describe('files: multipart upload', () => {
     expect(await count('file_chunks', { blob_id: blobId })).toBe(2);
 
     const at = (ms: number) => new Date(lastPart.getTime() + ms);
-    await expireIdleUploads(db, at(2 * 3600_000 - 1000));
+    await expireIdleUploads(h.db, at(2 * 3600_000 - 1000));
     expect(await uploadRow(uploadId)).toMatchObject({ state: 'staged' });
     expect(await count('file_chunks', { blob_id: blobId })).toBe(2);
-    expect((await expireIdleUploads(db, at(2 * 3600_000 + 1000))).expired).toBeGreaterThanOrEqual(1);
+    expect((await expireIdleUploads(h.db, at(2 * 3600_000 + 1000))).expired).toBeGreaterThanOrEqual(1);
     expect(await uploadRow(uploadId)).toMatchObject({ state: 'expired', blob_id: null });
     expect(await count('file_chunks', { blob_id: blobId })).toBe(0);
 
@@ -644,7 +636,7 @@ describe('files: multipart upload', () => {
       message: `Upload ${uploadId} expired after 2 hours without a part: a new upload_id is needed.`,
     });
     // A day later the row goes, and the upload_id is free again.
-    expect((await expireIdleUploads(db, at(25 * 3600_000))).purged).toBeGreaterThanOrEqual(1);
+    expect((await expireIdleUploads(h.db, at(25 * 3600_000))).purged).toBeGreaterThanOrEqual(1);
     expect(await uploadRow(uploadId)).toBeUndefined();
   });
 
@@ -652,8 +644,9 @@ describe('files: multipart upload', () => {
     const uploadId = newUploadId();
     await send({ fields: [...controls(uploadId, 1, 2), ['name', 'slow']], chunk: randomBytes(MiB) });
     const { blob_id: blobId } = await uploadRow(uploadId);
-    await db('file_uploads')
-      .where({ account_id: account.accountId, upload_id: uploadId })
+    await h
+      .db('file_uploads')
+      .where({ account_id: h.account.accountId, upload_id: uploadId })
       .update({ last_part_at: new Date(Date.now() - 2 * 3600_000 - 60_000) });
     const late = await send({ fields: controls(uploadId, 2, 2), chunk: Buffer.from('x') });
     expect(late.statusCode).toBe(400);
@@ -690,7 +683,7 @@ describe('files: multipart upload', () => {
   });
 
   test('a file too large to return inline comes back with data null and how to download it in parts', async () => {
-    const small = await createTestApp(db, { maxPayloadBytes: 2 * MiB });
+    const small = await createTestApp(h.db, { maxPayloadBytes: 2 * MiB });
     try {
       const content = randomBytes(2 * MiB);
       const uploadId = newUploadId();
@@ -700,7 +693,7 @@ describe('files: multipart upload', () => {
           method: 'POST',
           url: '/v2/files',
           payload,
-          headers: { ...headers, authorization: account.bearer },
+          headers: { ...headers, authorization: h.account.bearer },
         });
       };
       await post({
@@ -721,7 +714,7 @@ describe('files: multipart upload', () => {
         await small.app.inject({
           method: 'GET',
           url: `/v2/files/${file.id}`,
-          headers: { authorization: account.bearer },
+          headers: { authorization: h.account.bearer },
         })
       ).json();
       expect(got.file.data).toBeNull();
@@ -729,7 +722,7 @@ describe('files: multipart upload', () => {
         await small.app.inject({
           method: 'GET',
           url: `/v2/files/${file.id}?part_number=1`,
-          headers: { authorization: account.bearer },
+          headers: { authorization: h.account.bearer },
         })
       ).json();
       expect(sha256(Buffer.from(part.chunk, 'base64'))).toBe(sha256(content));
@@ -747,12 +740,12 @@ describe('files: multipart upload', () => {
     const chunks: Buffer[] = [];
     for await (const piece of payload) chunks.push(piece as Buffer);
     const boundary = /^--(\S+)/.exec(Buffer.concat(chunks).toString('latin1'))![1];
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: '/v2/files',
       payload: gzipSync(Buffer.concat(chunks)),
       headers: {
-        authorization: account.bearer,
+        authorization: h.account.bearer,
         'content-type': `multipart/form-data; boundary=${boundary}`,
         'content-encoding': 'gzip',
       },
@@ -760,16 +753,16 @@ describe('files: multipart upload', () => {
     expect(res.statusCode).toBe(200);
     const file = res.json().file;
     expect(file).toMatchObject({ name: 'gz', size: content.length });
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: file.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(raw.rawPayload.equals(content)).toBe(true);
   });
 
   test('over a real socket, a refused part still gets its answer (the rest of the body is read)', async () => {
-    const served = await createTestApp(db, { maxPayloadBytes: 70 * MiB });
+    const served = await createTestApp(h.db, { maxPayloadBytes: 70 * MiB });
     const url = await served.app.listen({ port: 0, host: '127.0.0.1' });
     try {
       const { payload, headers } = encodeForm({
@@ -778,7 +771,7 @@ describe('files: multipart upload', () => {
       });
       const res = await fetch(`${url}/v2/files/file_AAAAAAAAAAAAAAAAAAAAAAAAA`, {
         method: 'PUT',
-        headers: { ...headers, authorization: account.bearer },
+        headers: { ...headers, authorization: h.account.bearer },
         body: Readable.toWeb(payload) as ReadableStream,
         duplex: 'half',
       } as RequestInit);

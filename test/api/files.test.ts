@@ -1,35 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 const today = () => new Date().toISOString().slice(0, 10).replace(/-/g, '');
 
 describe('files (JSON)', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
   let other: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    // Room for a few MiB of Base64 in one JSON body.
-    t = await createTestApp(db, { maxPayloadBytes: 8 * MiB });
-    account = await createTestAccount(db);
-    other = await createTestAccount(db);
+  // Room for a few MiB of Base64 in one JSON body.
+  const h = useTestApp({
+    maxPayloadBytes: 8 * MiB,
+    setUp: async ({ db }) => {
+      other = await createTestAccount(db);
+    },
   });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const { call } = h;
   const create = async (body: Record<string, unknown>) => {
     const res = await call('POST', '/v2/files', {
       name: 'Prices',
@@ -42,9 +29,9 @@ describe('files (JSON)', () => {
     return res.json().file;
   };
   const chunkRows = async (fileId: string) => {
-    const row = await db('entities').where({ kind: 'file', id: fileId }).first();
+    const row = await h.db('entities').where({ kind: 'file', id: fileId }).first();
     return Number(
-      (await db('file_chunks').where({ blob_id: row.body.blob_id }).count({ n: '*' }).first())!.n,
+      (await h.db('file_chunks').where({ blob_id: row.body.blob_id }).count({ n: '*' }).first())!.n,
     );
   };
 
@@ -94,10 +81,10 @@ describe('files (JSON)', () => {
   test('an empty file is a file', async () => {
     const created = await create({ data: '' });
     expect(created).toMatchObject({ data: '', size: 0 });
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: created.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(raw.statusCode).toBe(200);
     expect(raw.rawPayload.length).toBe(0);
@@ -110,7 +97,7 @@ describe('files (JSON)', () => {
     ['data', { data: undefined }, 'data is required'],
     ['content_type', { content_type: undefined }, 'content_type must be one of'],
   ])('create without %s → 400 naming it, nothing stored', async (_label, override, message) => {
-    const before = Number((await db('file_chunks').count({ n: '*' }).first())!.n);
+    const before = Number((await h.db('file_chunks').count({ n: '*' }).first())!.n);
     const res = await call('POST', '/v2/files', {
       name: 'x',
       description: 'd',
@@ -120,7 +107,7 @@ describe('files (JSON)', () => {
     });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message: expect.stringContaining(message) });
-    expect(Number((await db('file_chunks').count({ n: '*' }).first())!.n)).toBe(before);
+    expect(Number((await h.db('file_chunks').count({ n: '*' }).first())!.n)).toBe(before);
   });
 
   test.each([
@@ -181,7 +168,7 @@ describe('files (JSON)', () => {
       tags: ['a'],
     });
     expect(await chunkRows(created.id)).toBe(4);
-    const oldBlob = (await db('entities').where({ id: created.id }).first()).body.blob_id;
+    const oldBlob = (await h.db('entities').where({ id: created.id }).first()).body.blob_id;
 
     const got = (await call('GET', `/v2/files/${created.id}`)).json().file;
     expect(sha256(Buffer.from(got.data, 'base64'))).toBe(sha256(first));
@@ -205,7 +192,7 @@ describe('files (JSON)', () => {
     });
     expect(sha256(Buffer.from(put.json().file.data, 'base64'))).toBe(sha256(second));
     expect(await chunkRows(created.id)).toBe(2);
-    expect(Number((await db('file_chunks').where({ blob_id: oldBlob }).count({ n: '*' }).first())!.n)).toBe(
+    expect(Number((await h.db('file_chunks').where({ blob_id: oldBlob }).count({ n: '*' }).first())!.n)).toBe(
       0,
     );
 
@@ -215,10 +202,10 @@ describe('files (JSON)', () => {
     expect(listed.files[0]).not.toHaveProperty('data');
     expect(listed.next_page_token).toBeNull();
 
-    const blob = (await db('entities').where({ id: created.id }).first()).body.blob_id;
+    const blob = (await h.db('entities').where({ id: created.id }).first()).body.blob_id;
     const deleted = await call('DELETE', `/v2/files/${created.id}`);
     expect(deleted.json()).toEqual({ file: { id: created.id, name: 'Blob 2', deleted: true } });
-    expect(Number((await db('file_chunks').where({ blob_id: blob }).count({ n: '*' }).first())!.n)).toBe(0);
+    expect(Number((await h.db('file_chunks').where({ blob_id: blob }).count({ n: '*' }).first())!.n)).toBe(0);
     expect((await call('GET', `/v2/files/${created.id}`)).statusCode).toBe(404);
     expect((await call('DELETE', `/v2/files/${created.id}`)).statusCode).toBe(404);
   });
@@ -244,10 +231,10 @@ describe('files (JSON)', () => {
       content_type: 'image/png',
       data: content.toString('base64'),
     });
-    const raw = await t.app.inject({
+    const raw = await h.app.inject({
       method: 'GET',
       url: created.url,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(raw.statusCode).toBe(200);
     expect(raw.headers['content-type']).toBe('image/png');
@@ -256,18 +243,18 @@ describe('files (JSON)', () => {
     expect(raw.headers['content-disposition']).toBe("inline; filename*=UTF-8''raw.bin");
     expect(sha256(raw.rawPayload)).toBe(sha256(content));
 
-    expect((await t.app.inject({ method: 'GET', url: created.url })).statusCode).toBe(401);
-    const foreign = await t.app.inject({
+    expect((await h.app.inject({ method: 'GET', url: created.url })).statusCode).toBe(401);
+    const foreign = await h.app.inject({
       method: 'GET',
       url: created.url,
       headers: { authorization: other.bearer },
     });
     expect(foreign.statusCode).toBe(404);
     expect(foreign.json()).toEqual({ code: 404, message: `File ${created.url} not found.` });
-    const malformed = await t.app.inject({
+    const malformed = await h.app.inject({
       method: 'GET',
       url: '/file/not-a-uid',
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(malformed.statusCode).toBe(404);
   });
@@ -362,12 +349,12 @@ describe('files (JSON)', () => {
       content_type: 'application/octet-stream',
       data: content.toString('base64'),
     });
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: '/v2/files',
       payload: gzipSync(body),
       headers: {
-        authorization: account.bearer,
+        authorization: h.account.bearer,
         'content-type': 'application/json',
         'content-encoding': 'gzip',
         'accept-encoding': 'gzip',
@@ -384,7 +371,7 @@ describe('files (JSON)', () => {
     const created = await create({ name: 'Audited' });
     await call('GET', `/v2/files/${created.id}`);
     await call('GET', `/v2/files/${created.id}?part_number=1`);
-    await t.app.inject({ method: 'GET', url: created.url, headers: { authorization: account.bearer } });
+    await h.app.inject({ method: 'GET', url: created.url, headers: { authorization: h.account.bearer } });
     await call('PUT', `/v2/files/${created.id}`, {
       name: 'Audited 2',
       description: '',
@@ -393,7 +380,7 @@ describe('files (JSON)', () => {
     });
     await call('DELETE', `/v2/files/${created.id}`);
     await call('GET', `/v2/files/${created.id}`);
-    const records = await db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.status])).toEqual([
       ['CREATE', 'File', 'Audited', 'SUCCESS'],
       ['VIEW', 'File', 'Audited', 'SUCCESS'],
@@ -412,7 +399,7 @@ describe('files (JSON)', () => {
   });
 
   test('the OpenAPI document lists the file routes, the JSON body and the multipart form', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/files']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/files/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     const content = doc.paths['/files'].post.requestBody.content;

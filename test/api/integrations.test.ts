@@ -1,38 +1,25 @@
-import type { Database } from '../../engine/db/database';
 import { newId } from '../../engine/ids';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 /** The integrations extension: create, list, retrieve, delete; FILE_RECEIVED trigger references. */
 describe('integrations', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
   let other: TestAccount;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-    other = await createTestAccount(db);
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      other = await createTestAccount(db);
+    },
   });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
-  const create = async (body: object, who = account) => {
+  const { call } = h;
+  const create = async (body: object, who = h.account) => {
     const res = await call('POST', '/v2/integrations', body, who);
     expect(res.statusCode).toBe(200);
     return res.json().integration;
   };
   const payloadsOf = async (integrationId: string) =>
     Number(
-      (await db('webhook_payloads').where({ integration_id: integrationId }).count({ n: '*' }).first())!.n,
+      (await h.db('webhook_payloads').where({ integration_id: integrationId }).count({ n: '*' }).first())!.n,
     );
   const workers = () => {
     const [s, e] = [newId('worker'), newId('worker')];
@@ -64,8 +51,8 @@ describe('integrations', () => {
       updated: expect.any(Number),
       version: '1',
     });
-    expect(res.body).not.toContain(account.key.auth_token);
-    const audit = await db('audit_logs').where({ entity_id: integration.id, operation: 'CREATE' }).first();
+    expect(res.body).not.toContain(h.account.key.auth_token);
+    const audit = await h.db('audit_logs').where({ entity_id: integration.id, operation: 'CREATE' }).first();
     expect(audit).toMatchObject({ entity_type: 'Integration', source: 'API', entity_name: 'Orders feed' });
   });
 
@@ -78,11 +65,11 @@ describe('integrations', () => {
     [{ name: 'x'.repeat(201), type: 'WEBHOOK' }, 'name is required: a string of 1 to 200 characters.'],
     [{ name: 'Bad tags', type: 'WEBHOOK', tags: 7 }, 'tags must be an array of strings.'],
   ])('create %j → 400', async (body, message) => {
-    const before = await db('entities').where({ kind: 'integration' }).count({ n: '*' });
+    const before = await h.db('entities').where({ kind: 'integration' }).count({ n: '*' });
     const res = await call('POST', '/v2/integrations', body);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message });
-    expect(await db('entities').where({ kind: 'integration' }).count({ n: '*' })).toEqual(before);
+    expect(await h.db('entities').where({ kind: 'integration' }).count({ n: '*' })).toEqual(before);
   });
 
   test('retrieve → 200; unknown, malformed or another account’s id → 404', async () => {
@@ -99,7 +86,7 @@ describe('integrations', () => {
   });
 
   test('list: most recent first, paging, query by id, tag and name; another account sees none', async () => {
-    const fresh = await createTestAccount(db);
+    const fresh = await createTestAccount(h.db);
     const names = ['Alpha feed', 'Beta feed', 'Gamma hook'];
     const made = [];
     for (const name of names) {
@@ -137,7 +124,7 @@ describe('integrations', () => {
     const fromOps = await call('GET', '/v2/integrations?workspace=ops', undefined, fresh);
     expect(fromOps.json().integrations).toHaveLength(3);
 
-    const stranger = await createTestAccount(db);
+    const stranger = await createTestAccount(h.db);
     const none = await call('GET', '/v2/integrations', undefined, stranger);
     expect(none.json()).toEqual({ integrations: [], next_page_token: null });
     expect((await call('GET', '/v2/integrations?page_size=0', undefined, fresh)).statusCode).toBe(400);
@@ -149,9 +136,9 @@ describe('integrations', () => {
     expect(denied.statusCode).toBe(404);
     expect((await call('GET', `/v2/integrations/${created.id}`)).statusCode).toBe(200);
 
-    const posted = await t.app.inject({
+    const posted = await h.app.inject({
       method: 'POST',
-      url: `/v2/integrations/${created.id}/webhook?key=${account.key.auth_token}`,
+      url: `/v2/integrations/${created.id}/webhook?key=${h.account.key.auth_token}`,
       payload: { hello: 'world' },
     });
     expect(posted.statusCode).toBe(200);
@@ -164,8 +151,9 @@ describe('integrations', () => {
     expect((await call('DELETE', `/v2/integrations/${created.id}`)).statusCode).toBe(404);
     expect((await call('DELETE', '/v2/integrations/intg_bad')).statusCode).toBe(404);
     expect(await payloadsOf(created.id)).toBe(0);
-    const audit = await db('audit_logs')
-      .where({ entity_id: created.id, operation: 'DELETE', account_id: account.accountId })
+    const audit = await h
+      .db('audit_logs')
+      .where({ entity_id: created.id, operation: 'DELETE', account_id: h.account.accountId })
       .orderBy('created_at')
       .select('entity_type', 'status', 'activity');
     expect(audit).toEqual([
@@ -270,7 +258,7 @@ describe('integrations', () => {
   });
 
   test('the OpenAPI document describes every integrations route, marked as extensions', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/v2/openapi.json' });
+    const res = await h.app.inject({ method: 'GET', url: '/v2/openapi.json' });
     expect(res.statusCode).toBe(200);
     const { paths, components } = res.json();
     for (const [path, method] of [

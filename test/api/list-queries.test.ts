@@ -1,27 +1,14 @@
 import fc from 'fast-check';
-import type { Database } from '../../engine/db/database';
 import { encodeKeysetToken } from '../../engine/lists/page-token';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 /**
  * The list query language through HTTP, on portfolios against a real PostgreSQL: every `query`
  * mode, the JSON filters/order/projection/distinct_on, paging, period filters and their 400s.
  */
 describe('list queries (portfolios)', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
+  const h = useTestApp();
 
   type Params = Record<string, string | number | object | undefined>;
   interface Portfolio {
@@ -37,7 +24,7 @@ describe('list queries (portfolios)', () => {
       if (value !== undefined)
         search.set(key, typeof value === 'object' ? JSON.stringify(value) : String(value));
     }
-    return t.app.inject({
+    return h.app.inject({
       method: 'GET',
       url: `/v2/portfolios?${search.toString()}`,
       headers: { authorization: who.bearer },
@@ -72,7 +59,7 @@ describe('list queries (portfolios)', () => {
   }
 
   async function create(who: TestAccount, body: Record<string, unknown>): Promise<Portfolio> {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: '/v2/portfolios',
       headers: { authorization: who.bearer },
@@ -88,7 +75,8 @@ describe('list queries (portfolios)', () => {
     for (const [i, body] of bodies.entries()) {
       const portfolio = await create(who, body);
       // Whole seconds apart and in creation order, whatever the clock's resolution.
-      await db('entities')
+      await h
+        .db('entities')
         .where({ id: portfolio.id })
         .update({ created_at: new Date(Date.UTC(2024, 0, 1, 0, 0, i, 123)) });
       created.push(portfolio);
@@ -107,7 +95,7 @@ describe('list queries (portfolios)', () => {
 
   describe('query modes', () => {
     test('an entity id → that one entity, in a list', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const [, second] = await seed(who, [{ name: 'one' }, { name: 'two' }, { name: 'three' }]);
       expect(await ok(who, { query: second!.id })).toEqual({
         portfolios: [expect.objectContaining({ id: second!.id, name: 'two' })],
@@ -115,11 +103,11 @@ describe('list queries (portfolios)', () => {
       });
       // Scoped like every list: another workspace or another account does not find it.
       expect(await names(who, { query: second!.id, workspace: 'ops' })).toEqual([]);
-      expect(await names(await createTestAccount(db), { query: second!.id })).toEqual([]);
+      expect(await names(await createTestAccount(h.db), { query: second!.id })).toEqual([]);
     });
 
     test('#tags → entities carrying every tag, tags normalised as stored', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(who, [
         { name: 'ab', tags: ['a', 'b'] },
         { name: 'a', tags: ['a'] },
@@ -137,18 +125,18 @@ describe('list queries (portfolios)', () => {
     });
 
     test('&link_uid → entities with that link UID', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const [x, y, z] = await seed(who, [{ name: 'x' }, { name: 'y' }, { name: 'z' }]);
       // Portfolios take no link_uid input: set it on the rows.
-      await db('entities').whereIn('id', [x!.id, z!.id]).update({ link_uid: 'ext-1&2' });
-      await db('entities').where({ id: y!.id }).update({ link_uid: 'ext-1' });
+      await h.db('entities').whereIn('id', [x!.id, z!.id]).update({ link_uid: 'ext-1&2' });
+      await h.db('entities').where({ id: y!.id }).update({ link_uid: 'ext-1' });
       expect(await names(who, { query: '&ext-1&2' })).toEqual(['z', 'x']);
       expect(await names(who, { query: '&ext-1' })).toEqual(['y']);
       expect(await names(who, { query: '&ext' })).toEqual([]);
     });
 
     test('any other text → name prefix, case-sensitive, % and _ literal', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(who, [
         { name: 'Core' },
         { name: 'Core 2' },
@@ -175,7 +163,7 @@ describe('list queries (portfolios)', () => {
     let who: TestAccount;
     let rows: Portfolio[];
     beforeAll(async () => {
-      who = await createTestAccount(db);
+      who = await createTestAccount(h.db);
       rows = await seed(who, [
         { name: 'p0', base_currency: 'USD', nlv: 9, date: '20240110', tags: ['x'] },
         { name: 'p1', base_currency: 'EUR', nlv: 10, date: '20240115', tags: ['x', 'y'] },
@@ -272,7 +260,7 @@ describe('list queries (portfolios)', () => {
 
   describe('order and paging', () => {
     test('order on name, ascending and descending, across pages', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const letters = ['delta', 'alpha', 'echo', 'charlie', 'bravo', 'golf', 'foxtrot'];
       await seed(
         who,
@@ -286,7 +274,7 @@ describe('list queries (portfolios)', () => {
     });
 
     test('order on a body property with ties and nulls: total, stable across pages, no duplicate', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const nlvs = [5, null, 5, 1, 5, null, 1.5, 100, 5, 20];
       const created = await seed(
         who,
@@ -317,14 +305,14 @@ describe('list queries (portfolios)', () => {
     });
 
     test('default order: most recent first; ties on created_at broken by id, across pages', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const created = await seed(
         who,
         Array.from({ length: 9 }, (_, i) => ({ name: `t${i}` })),
       );
       // Three rows share each instant, with microseconds a JS Date cannot hold.
       for (const [i, p] of created.entries()) {
-        await db.raw(`UPDATE entities SET created_at = ?::timestamptz WHERE id = ?`, [
+        await h.db.raw(`UPDATE entities SET created_at = ?::timestamptz WHERE id = ?`, [
           `2024-03-01T00:00:0${Math.floor(i / 3)}.123456Z`,
           p.id,
         ]);
@@ -360,14 +348,14 @@ describe('list queries (portfolios)', () => {
     });
 
     test('order on updated_on with microsecond timestamps', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const created = await seed(
         who,
         Array.from({ length: 5 }, (_, i) => ({ name: `u${i}` })),
       );
       const stamps = ['.000001', '.000002', '.000001', '.999999', '.5'];
       for (const [i, p] of created.entries()) {
-        await db.raw(`UPDATE entities SET updated_at = ?::timestamptz WHERE id = ?`, [
+        await h.db.raw(`UPDATE entities SET updated_at = ?::timestamptz WHERE id = ?`, [
           `2024-03-01T00:00:00${stamps[i]}Z`,
           p.id,
         ]);
@@ -378,7 +366,7 @@ describe('list queries (portfolios)', () => {
     });
 
     test('next_page_token is null on the last page, also when it is exactly full', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(
         who,
         Array.from({ length: 4 }, (_, i) => ({ name: `e${i}` })),
@@ -388,11 +376,11 @@ describe('list queries (portfolios)', () => {
       const second = await ok(who, { page_size: 2, page_token: first.next_page_token! });
       expect(second).toEqual({ portfolios: [expect.anything(), expect.anything()], next_page_token: null });
       expect(await ok(who, { page_size: 4 })).toMatchObject({ next_page_token: null });
-      expect(await ok(await createTestAccount(db))).toEqual({ portfolios: [], next_page_token: null });
+      expect(await ok(await createTestAccount(h.db))).toEqual({ portfolios: [], next_page_token: null });
     });
 
     test('page_size: default 10, JSON value, the URL wins', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(
         who,
         Array.from({ length: 12 }, (_, i) => ({ name: `s${i}` })),
@@ -407,7 +395,7 @@ describe('list queries (portfolios)', () => {
     });
 
     test('a token from one order used with another → 400; with the same order it is a position', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(
         who,
         Array.from({ length: 6 }, (_, i) => ({ name: `k${i}`, nlv: i % 2 })),
@@ -440,7 +428,7 @@ describe('list queries (portfolios)', () => {
     });
 
     test('garbage and forged tokens → 400, never a database error', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(who, [{ name: 'g' }]);
       const invalid = 'Invalid page_token: pass the next_page_token of the previous response unchanged.';
       await expect400(who, { page_token: 'garbage' }, invalid);
@@ -466,7 +454,7 @@ describe('list queries (portfolios)', () => {
 
   describe('projection', () => {
     test('include: only those fields; exclude: all but those; unknown names add nothing', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const [p] = await seed(who, [{ name: 'proj', nlv: 3, tags: ['t'] }]);
       expect((await ok(who, { query: { projection: ['id', 'nlv'] } })).portfolios).toEqual([
         { id: p!.id, nlv: 3 },
@@ -497,7 +485,7 @@ describe('list queries (portfolios)', () => {
     });
 
     test('more than 15 or mixed → 400', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await expect400(
         who,
         { query: { projection: Array.from({ length: 16 }, (_, i) => `f${i}`) } },
@@ -513,7 +501,7 @@ describe('list queries (portfolios)', () => {
 
   describe('distinct_on', () => {
     test('one entity per value, the first in the order, paged without repeats', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const currencies = ['USD', 'EUR', 'USD', 'JPY', 'EUR', 'USD', 'GBP', 'CHF', 'GBP'];
       await seed(
         who,
@@ -553,7 +541,7 @@ describe('list queries (portfolios)', () => {
 
   describe('periods', () => {
     test('on date (the default field): whole days, inclusive; no date is outside every period', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       await seed(who, [
         { name: 'jan1', date: '20240101' },
         { name: 'jan15', date: '20240115' },
@@ -580,7 +568,7 @@ describe('list queries (portfolios)', () => {
     });
 
     test('on updated_on: UTC, inclusive to the last microsecond of the second or day', async () => {
-      const who = await createTestAccount(db);
+      const who = await createTestAccount(h.db);
       const created = await seed(who, [
         { name: 'before' },
         { name: 'first' },
@@ -594,7 +582,7 @@ describe('list queries (portfolios)', () => {
         '2024-02-01T00:00:00Z',
       ];
       for (const [i, p] of created.entries()) {
-        await db.raw('UPDATE entities SET updated_at = ?::timestamptz WHERE id = ?', [stamps[i]!, p.id]);
+        await h.db.raw('UPDATE entities SET updated_at = ?::timestamptz WHERE id = ?', [stamps[i]!, p.id]);
       }
       const on = { period_field: 'updated_on' };
       expect(await names(who, { ...on, date_time: '20240131' })).toEqual(['last', 'first', 'before']);
@@ -608,7 +596,7 @@ describe('list queries (portfolios)', () => {
       expect(await names(who, { ...on, end: '20240131 23:59:59' })).toEqual(['last', 'first', 'before']);
       expect(await names(who, { ...on, start: '20240201' })).toEqual(['after']);
       // The space of a time arrives URL-encoded as "+" too.
-      const res = await t.app.inject({
+      const res = await h.app.inject({
         method: 'GET',
         url: '/v2/portfolios?period_field=updated_on&start=20240131+10:00:00&end=20240131+10:00:00',
         headers: { authorization: who.bearer },
@@ -622,7 +610,7 @@ describe('list queries (portfolios)', () => {
   describe('invalid input → 400 {code, message}', () => {
     let who: TestAccount;
     beforeAll(async () => {
-      who = await createTestAccount(db);
+      who = await createTestAccount(h.db);
     });
 
     test.each<[string, Params, string | RegExp]>([
@@ -709,18 +697,18 @@ describe('list queries (portfolios)', () => {
   });
 
   test('each listed page writes one VIEW record with the ids it returned', async () => {
-    const who = await createTestAccount(db);
+    const who = await createTestAccount(h.db);
     const created = await seed(who, [{ name: 'v0' }, { name: 'v1' }, { name: 'v2' }]);
     await ok(who, { page_size: 2 });
     await ok(who, { query: 'nothing' });
-    const views = await db('audit_logs').where({ account_id: who.accountId, operation: 'VIEW' });
+    const views = await h.db('audit_logs').where({ account_id: who.accountId, operation: 'VIEW' });
     expect(views.map((v) => [v.entity_type, v.viewed_ids])).toEqual([
       ['Portfolio', [created[2]!.id, created[1]!.id]],
     ]);
   });
 
   test('property: any JSON query is answered 200 or 400 with {code, message}, never 5xx', async () => {
-    const who = await createTestAccount(db);
+    const who = await createTestAccount(h.db);
     await seed(who, [
       { name: 'a', nlv: 1, tags: ['x'], date: '20240101' },
       { name: 'b', base_currency: 'EUR' },

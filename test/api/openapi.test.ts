@@ -1,22 +1,8 @@
-import type { Database } from '../../engine/db/database';
-import { createTestApp, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { useTestApp } from '../support/use-test-app';
 
 /** Every endpoint of the interface (and our extensions) is in the served OpenAPI document. */
 describe('OpenAPI document', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
+  const h = useTestApp();
 
   const EXPECTED: Array<[string, string]> = [
     ['get', '/health_check'],
@@ -73,14 +59,14 @@ describe('OpenAPI document', () => {
   ];
 
   test.each(EXPECTED)('%s %s is documented with a 200-range response', async (method, path) => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     const operation = doc.paths[path]?.[method];
     expect(operation).toBeDefined();
     expect(Object.keys(operation.responses).some((status) => status.startsWith('2'))).toBe(true);
   });
 
   test('no schema in the document is an unresolved TypeBox construct', async () => {
-    const text = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).body;
+    const text = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).body;
     expect(text).not.toMatch(/"target":"(Partial|Required|Pick|Omit)"/);
   });
 });

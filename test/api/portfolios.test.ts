@@ -1,29 +1,15 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const security = (id: string, symbol = 'AAPL', quantity = 10) => ({ id, symbol, quantity });
 
 describe('portfolios', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-    await db('securities_master').insert({ symbol: 'AAPL', name: 'Apple Inc.', currency: 'USD' });
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      await db('securities_master').insert({ symbol: 'AAPL', name: 'Apple Inc.', currency: 'USD' });
+    },
   });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const { call } = h;
 
   test('create → 200 with defaults, names filled from the securities master, hashtags as tags', async () => {
     const res = await call('POST', '/v2/portfolios', {
@@ -83,7 +69,7 @@ describe('portfolios', () => {
     expect(res.json().portfolio).not.toHaveProperty('securities');
     expect(res.json().portfolio).toMatchObject({ name: 'Lean', base_currency: 'USD', version: '1' });
     // The response schema filters: nothing undeclared leaks, and the OpenAPI shows a real schema.
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     const created = doc.paths['/portfolios'].post.responses['200'].content['application/json'].schema;
     expect(JSON.stringify(created)).not.toContain('"Partial"');
   });
@@ -121,10 +107,10 @@ describe('portfolios', () => {
       'At most 32 tags are allowed, got 33.',
     ],
   ])('invalid %j → 400, nothing stored', async (body, message) => {
-    const before = await db('entities').count({ n: '*' }).first();
+    const before = await h.db('entities').count({ n: '*' }).first();
     const res = await call('POST', '/v2/portfolios', body);
     expect(res.json()).toEqual({ code: 400, message });
-    expect(await db('entities').count({ n: '*' }).first()).toEqual(before);
+    expect(await h.db('entities').count({ n: '*' }).first()).toEqual(before);
   });
 
   test('at most 250 securities without nlv, 3000 with nlv', async () => {
@@ -197,7 +183,7 @@ describe('portfolios', () => {
     expect(viaQuery.json().portfolio.workspace).toBe('ops');
     const renamed = await call('PUT', `/v2/portfolios/${inOps.id}?workspace=ops`, { name: 'Ops book 2' });
     expect(renamed.json().portfolio).toMatchObject({ name: 'Ops book 2', workspace: 'ops' });
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     expect((await call('GET', `/v2/portfolios/${inOps.id}?workspace=ops`, undefined, other)).statusCode).toBe(
       404,
     );
@@ -240,7 +226,7 @@ describe('portfolios', () => {
     await call('GET', `/v2/portfolios/${created.id}`);
     await call('PUT', `/v2/portfolios/${created.id}`, { name: 'Audited 2' });
     await call('DELETE', `/v2/portfolios/${created.id}`);
-    const records = await db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name])).toEqual([
       ['CREATE', 'Portfolio', 'Audited'],
       ['VIEW', 'Portfolio', 'Audited'],

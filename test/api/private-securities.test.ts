@@ -1,27 +1,10 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 describe('private securities', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
-  const create = (symbol: string, extra: object = {}, who = account) =>
+  const h = useTestApp();
+  const { call } = h;
+  const create = (symbol: string, extra: object = {}, who = h.account) =>
     call(
       'POST',
       '/v2/private_securities',
@@ -29,7 +12,7 @@ describe('private securities', () => {
       who,
     );
   const count = async () =>
-    Number((await db('entities').where({ kind: 'private_security' }).count({ n: '*' }))[0]!.n);
+    Number((await h.db('entities').where({ kind: 'private_security' }).count({ n: '*' }))[0]!.n);
 
   test('create → 200: type shown as instrument_type, currency USD by default, unknown keys ignored', async () => {
     const res = await call('POST', '/v2/private_securities', {
@@ -244,7 +227,7 @@ describe('private securities', () => {
   });
 
   test('list without data, most recent first, one-symbol mode, alike from every workspace', async () => {
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     await create('PRIVATE:L1', { name: 'Loan one' }, other);
     await create('PRIVATE:L2', { name: 'Loan two' }, other);
     await create('PRIVATE:X', { name: 'Other' }, other);
@@ -286,7 +269,7 @@ describe('private securities', () => {
 
   test('delete → {private_security: {deleted, symbol, name}}; another account gets 404 everywhere', async () => {
     await create('PRIVATE:DEL', { name: 'To delete' });
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const url = '/v2/private_securities/PRIVATE:DEL';
     expect((await call('GET', url, undefined, other)).statusCode).toBe(404);
     expect((await call('PUT', url, { name: 'hijack' }, other)).statusCode).toBe(404);
@@ -309,8 +292,9 @@ describe('private securities', () => {
     await call('GET', '/v2/private_securities/PRIVATE:AUDIT');
     await call('PUT', '/v2/private_securities/PRIVATE:AUDIT', { data: { nav: 11 } });
     await call('DELETE', '/v2/private_securities/PRIVATE:AUDIT');
-    const records = await db('audit_logs')
-      .where({ account_id: account.accountId, entity_id: 'PRIVATE:AUDIT' })
+    const records = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, entity_id: 'PRIVATE:AUDIT' })
       .orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.workspace])).toEqual([
       ['CREATE', 'CustomSecurity', 'Audited', null],
@@ -324,8 +308,8 @@ describe('private securities', () => {
     expect(records[3].before.data).toEqual({ nav: 11 });
 
     await call('PUT', '/v2/private_securities/PRIVATE:AUDIT', { name: 'gone' });
-    const [failure] = await db('audit_logs').where({
-      account_id: account.accountId,
+    const [failure] = await h.db('audit_logs').where({
+      account_id: h.account.accountId,
       entity_id: 'PRIVATE:AUDIT',
       status: 'ERROR',
     });
@@ -333,7 +317,7 @@ describe('private securities', () => {
   });
 
   test('the OpenAPI document lists the routes and the PrivateSecurity schema', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/private_securities']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/private_securities/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     const schema = Object.values(doc.components.schemas).find(

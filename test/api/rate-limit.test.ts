@@ -1,31 +1,18 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 describe('rate limit per account SID', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db, { rateLimitPerMinute: 5 });
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
+  const h = useTestApp({ rateLimitPerMinute: 5 });
 
   test('headers count down, then 429 with the headers still right', async () => {
-    const account = await createTestAccount(db);
-    const other = await createTestAccount(db);
+    const account = await createTestAccount(h.db);
+    const other = await createTestAccount(h.db);
     // Start well inside a one-minute window so the count cannot roll over mid-test.
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_100 - intoMinute));
     const remaining: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const res = await t.app.inject({
+      const res = await h.app.inject({
         method: 'GET',
         url: '/v2/workspaces',
         headers: { authorization: account.bearer },
@@ -38,7 +25,7 @@ describe('rate limit per account SID', () => {
       remaining.push(Number(res.headers['x-service-rate-limit-remaining']));
     }
     expect(remaining).toEqual([4, 3, 2, 1, 0]);
-    const limited = await t.app.inject({
+    const limited = await h.app.inject({
       method: 'GET',
       url: '/v2/workspaces',
       headers: { authorization: account.bearer },
@@ -55,7 +42,7 @@ describe('rate limit per account SID', () => {
     expect(limited.headers['x-service-request-id']).toBeDefined();
 
     // Another SID has its own budget.
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'GET',
       url: '/v2/workspaces',
       headers: { authorization: other.bearer },
@@ -64,7 +51,7 @@ describe('rate limit per account SID', () => {
     expect(res.headers['x-service-rate-limit-remaining']).toBe('4');
 
     // A refused request by an authenticated user is recorded as ERROR in the audit trail.
-    const audit = await db('audit_logs').where({ credential_id: account.key.account_sid, status: 'ERROR' });
+    const audit = await h.db('audit_logs').where({ credential_id: account.key.account_sid, status: 'ERROR' });
     expect(audit.length).toBeGreaterThanOrEqual(1);
   });
 });

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import type { Database } from '../../engine/db/database';
 import { EXPIRED_SHARE_RETENTION_SECONDS, pruneExpiredShares } from '../../engine/reports/report-store';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, createTestApp, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const CSP =
   "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -44,26 +43,16 @@ const REPORT = {
 };
 
 describe('report pages', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let owner: TestAccount;
   let stranger: TestAccount;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    owner = await createTestAccount(db);
-    stranger = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      stranger = await createTestAccount(db);
+    },
   });
 
   const api = async (method: 'POST' | 'DELETE' | 'PUT', url: string, payload?: object) => {
-    const res = await t.app.inject({ method, url, payload, headers: { authorization: owner.bearer } });
+    const res = await h.app.inject({ method, url, payload, headers: { authorization: h.account.bearer } });
     expect(res.statusCode).toBe(200);
     return res.json();
   };
@@ -72,7 +61,7 @@ describe('report pages', () => {
     (await api('POST', `/v2/reports/${id}/share`, terms)).report;
   const uidOf = (report: { relative_url: string }) => report.relative_url.split('/')[2]!;
   const get = (url: string, authorization?: string) =>
-    t.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });
+    h.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });
   const basic = (account: TestAccount) =>
     'Basic ' + Buffer.from(`${account.key.account_sid}:${account.key.auth_token}`).toString('base64');
   const expectPageHeaders = (res: LightMyRequestResponse, csp = CSP) => {
@@ -84,11 +73,11 @@ describe('report pages', () => {
     expect(res.headers['x-service-request-id']).toMatch(/^req_/);
     expect(res.body.startsWith('<!doctype html>')).toBe(true);
   };
-  const shareRow = (token: string) => db('report_shares').where({ token_hash: sha256(token) });
+  const shareRow = (token: string) => h.db('report_shares').where({ token_hash: sha256(token) });
 
   test('the owner (Bearer) sees the report: heading, table, charts, data, all escaped', async () => {
     const report = await create();
-    const res = await get(report.relative_url, owner.bearer);
+    const res = await get(report.relative_url, h.account.bearer);
     expect(res.statusCode).toBe(200);
     expectPageHeaders(res);
     const page = res.body;
@@ -109,7 +98,7 @@ describe('report pages', () => {
 
   test('HTTP Basic works too (what a browser sends after the prompt); the dark theme is a class', async () => {
     const report = await create();
-    const res = await get(`/report/${uidOf(report)}/dark`, basic(owner));
+    const res = await get(`/report/${uidOf(report)}/dark`, basic(h.account));
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('<html lang="en" class="theme-dark">');
     expect(res.body).toContain('<svg class="chart bar-chart"');
@@ -117,8 +106,8 @@ describe('report pages', () => {
 
   test('the owner’s view is in the audit trail', async () => {
     const report = await create({ name: 'Audited page' });
-    await get(report.relative_url, owner.bearer);
-    const records = await db('audit_logs').where({ entity_id: report.id, operation: 'VIEW' });
+    await get(report.relative_url, h.account.bearer);
+    const records = await h.db('audit_logs').where({ entity_id: report.id, operation: 'VIEW' });
     expect(records.map((r) => [r.activity, r.entity_type, r.status])).toEqual([
       ['Viewed report Audited page on its page', 'Report', 'SUCCESS'],
     ]);
@@ -151,9 +140,9 @@ describe('report pages', () => {
     const report = await create();
     const answers = await Promise.all([
       get(report.relative_url, stranger.bearer),
-      get('/report/abcdefghijklmnopqrstuvwxyz012345/light', owner.bearer),
-      get(`/report/${encodeURIComponent('a\u0000b')}/light`, owner.bearer),
-      get(`/report/${'x'.repeat(80)}/light`, owner.bearer),
+      get('/report/abcdefghijklmnopqrstuvwxyz012345/light', h.account.bearer),
+      get(`/report/${encodeURIComponent('a\u0000b')}/light`, h.account.bearer),
+      get(`/report/${'x'.repeat(80)}/light`, h.account.bearer),
     ]);
     for (const res of answers) {
       expect(res.statusCode).toBe(404);
@@ -166,24 +155,24 @@ describe('report pages', () => {
   test('a theme other than light or dark is 404', async () => {
     const report = await create();
     for (const theme of ['blue', 'Light', 'LIGHT']) {
-      const res = await get(`/report/${uidOf(report)}/${theme}`, owner.bearer);
+      const res = await get(`/report/${uidOf(report)}/${theme}`, h.account.bearer);
       expect(res.statusCode).toBe(404);
       expectPageHeaders(res);
     }
-    expect((await get(`/report/${uidOf(report)}/widget/mctr/sepia`, owner.bearer)).statusCode).toBe(404);
+    expect((await get(`/report/${uidOf(report)}/widget/mctr/sepia`, h.account.bearer)).statusCode).toBe(404);
   });
 
   test('a widget page shows that widget alone and may be framed; an unknown widget is 404', async () => {
     const report = await create();
     const widget = report.widgets.find((w: { id: string }) => w.id === 'mctr');
     expect(widget.relative_url).toBe(`/report/${uidOf(report)}/widget/mctr/light`);
-    const res = await get(widget.relative_url, owner.bearer);
+    const res = await get(widget.relative_url, h.account.bearer);
     expect(res.statusCode).toBe(200);
     expectPageHeaders(res, WIDGET_CSP);
     expect(res.body).toContain('<section class="card" id="widget-mctr" data-widget-type="bar">');
     expect(res.body).not.toContain('id="widget-holdings"');
     expect(res.body).not.toContain('id="report-data"');
-    const missing = await get(`/report/${uidOf(report)}/widget/nope/light`, owner.bearer);
+    const missing = await get(`/report/${uidOf(report)}/widget/nope/light`, h.account.bearer);
     expect(missing.statusCode).toBe(404);
     expect(missing.body).toContain('<h1>Widget not found</h1>');
   });
@@ -203,7 +192,7 @@ describe('report pages', () => {
     expect(widget.statusCode).toBe(200);
     expect(widget.body).toContain('id="widget-nav"');
     // Viewing through a link is not the account's own action: nothing in its trail.
-    expect(await db('audit_logs').where({ entity_id: report.id, operation: 'VIEW' })).toEqual([]);
+    expect(await h.db('audit_logs').where({ entity_id: report.id, operation: 'VIEW' })).toEqual([]);
   });
 
   test('a token opens only its own report', async () => {
@@ -218,7 +207,7 @@ describe('report pages', () => {
 
   test('an unknown token is 404, even for the owner’s own report', async () => {
     const report = await create();
-    const res = await get(`${report.relative_url}?token=not-a-real-token`, owner.bearer);
+    const res = await get(`${report.relative_url}?token=not-a-real-token`, h.account.bearer);
     expect(res.statusCode).toBe(404);
     expectPageHeaders(res);
     expect(res.body).toContain('<h1>Link not found</h1>');
@@ -240,13 +229,13 @@ describe('report pages', () => {
       (await get(`/report/${uidOf(report)}/widget/mctr/light?token=${shared.url_token}`)).statusCode,
     ).toBe(410);
     // Pruning keeps a recently expired link, so its holder still reads "expired".
-    await pruneExpiredShares(db);
+    await pruneExpiredShares(h.db);
     expect((await get(url)).statusCode).toBe(410);
 
     await shareRow(shared.url_token).update({
       expires_at: new Date(Date.now() - (EXPIRED_SHARE_RETENTION_SECONDS + 60) * 1000),
     });
-    expect(await pruneExpiredShares(db)).toBeGreaterThanOrEqual(1);
+    expect(await pruneExpiredShares(h.db)).toBeGreaterThanOrEqual(1);
     expect((await get(url)).statusCode).toBe(404);
   });
 
@@ -259,13 +248,13 @@ describe('report pages', () => {
     const revoked = await get(url);
     expect(revoked.statusCode).toBe(410);
     expect(revoked.body).toContain('<h1>This shared link has expired</h1>');
-    expect((await get(report.relative_url, owner.bearer)).statusCode).toBe(404);
+    expect((await get(report.relative_url, h.account.bearer)).statusCode).toBe(404);
   });
 
   test('an update shows on the next load (nothing cached)', async () => {
     const report = await create();
     await api('PUT', `/v2/reports/${report.id}`, { name: 'Renamed for the client' });
-    const res = await get(report.relative_url, owner.bearer);
+    const res = await get(report.relative_url, h.account.bearer);
     expect(res.body).toContain('<h1>Renamed for the client</h1>');
   });
 
@@ -278,7 +267,7 @@ describe('report pages', () => {
   });
 
   test('the rate limit answers a 429 page with Retry-After', async () => {
-    const limited = await createTestApp(db, { rateLimitPerMinute: 1 });
+    const limited = await createTestApp(h.db, { rateLimitPerMinute: 1 });
     try {
       const report = await create();
       // A client address of its own: a fresh rate-limit bucket. Three requests at one a minute:
@@ -305,7 +294,7 @@ describe('report pages', () => {
   });
 
   test('the JSON API is unchanged: an unknown path outside the pages is still a JSON 404', async () => {
-    const res = await get('/report/only-one-segment', owner.bearer);
+    const res = await get('/report/only-one-segment', h.account.bearer);
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ code: 404, message: 'Not Found: GET /report/only-one-segment' });
   });

@@ -1,6 +1,5 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const globalParameters = {
   advanced_settings: {
@@ -15,30 +14,14 @@ const layout = [
 ];
 
 describe('report templates', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const h = useTestApp();
+  const { call } = h;
   const create = async (body: object) => {
     const res = await call('POST', '/v2/report_templates', body);
     expect(res.statusCode).toBe(200);
     return res.json().report_template;
   };
-  const entityCount = async () => Number((await db('entities').count({ n: '*' }).first())!.n);
+  const entityCount = async () => Number((await h.db('entities').count({ n: '*' }).first())!.n);
 
   test('create → 200 with defaults', async () => {
     const res = await call('POST', '/v2/report_templates', { name: 'Blank', status: 'BROKEN', other: 1 });
@@ -172,7 +155,7 @@ describe('report templates', () => {
         .report_templates.map((r: { id: string }) => r.id),
     ).toEqual([inOps.id]);
 
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const notFound = { code: 404, message: `Report template ${inOps.id} not found.` };
     expect(
       (await call('GET', `/v2/report_templates/${inOps.id}?workspace=ops`, undefined, other)).json(),
@@ -194,7 +177,7 @@ describe('report templates', () => {
     await call('GET', `/v2/report_templates/${created.id}`);
     await call('PUT', `/v2/report_templates/${created.id}`, { name: 'Audited 2' });
     await call('DELETE', `/v2/report_templates/${created.id}`);
-    const records = await db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name])).toEqual([
       ['CREATE', 'ReportTemplate', 'Audited'],
       ['VIEW', 'ReportTemplate', 'Audited'],
@@ -206,7 +189,7 @@ describe('report templates', () => {
   });
 
   test('the OpenAPI document lists the template routes, the extensions marked', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/report_templates']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/report_templates/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     expect(doc.paths['/report_templates'].post.summary).toContain('Extension');

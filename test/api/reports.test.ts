@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Database } from '../../engine/db/database';
 import { todayYYYYMMDD } from '../../engine/entities/entity-fields';
 import {
   EXPIRED_SHARE_RETENTION_SECONDS,
   pruneExpiredShares,
   resolveShareToken,
 } from '../../engine/reports/report-store';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const BASE = 'http://pas.test'; // the publicUrl createTestApp configures
 const deeplyNested = (depth: number): unknown[] => {
@@ -18,32 +17,16 @@ const deeplyNested = (depth: number): unknown[] => {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('reports', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const h = useTestApp();
+  const { call } = h;
   const create = async (body: object) => {
     const res = await call('POST', '/v2/reports', body);
     expect(res.statusCode).toBe(200);
     return res.json().report;
   };
   const uidOf = (report: { relative_url: string }) => report.relative_url.split('/')[2]!;
-  const entityCount = async () => Number((await db('entities').count({ n: '*' }).first())!.n);
-  const shareCount = async () => Number((await db('report_shares').count({ n: '*' }).first())!.n);
+  const entityCount = async () => Number((await h.db('entities').count({ n: '*' }).first())!.n);
+  const shareCount = async () => Number((await h.db('report_shares').count({ n: '*' }).first())!.n);
 
   test('create → 200 with defaults and the report addresses', async () => {
     const res = await call('POST', '/v2/reports', {
@@ -112,7 +95,7 @@ describe('reports', () => {
     ]);
     const got = await call('GET', `/v2/reports/${report.id}`);
     expect(got.json()).toEqual({ report });
-    const row = await db('entities').where({ kind: 'report', id: report.id }).first();
+    const row = await h.db('entities').where({ kind: 'report', id: report.id }).first();
     expect(row.body.widgets[0]).toEqual({
       id: generated,
       name: 'Exposure',
@@ -214,7 +197,7 @@ describe('reports', () => {
       { id: 'n', name: 'Note', type: 'text', text: 'Risk fell.', description: 'Commentary' },
     ];
     const report = await create({ name: 'Formatted', widgets });
-    const row = await db('entities').where({ kind: 'report', id: report.id }).first();
+    const row = await h.db('entities').where({ kind: 'report', id: report.id }).first();
     expect(row.body.widgets).toEqual(widgets);
     const bad = await call('PUT', `/v2/reports/${report.id}`, {
       widgets: [{ id: 'b', name: 'MCTR', type: 'bar', labels: ['AAPL'], values: [0.04, 1] }],
@@ -245,7 +228,7 @@ describe('reports', () => {
       version: '2',
     });
     expect(updated.widgets.map((w: { id: string }) => w.id)).toEqual(['w1', expect.any(String)]);
-    const row = await db('entities').where({ kind: 'report', id: report.id }).first();
+    const row = await h.db('entities').where({ kind: 'report', id: report.id }).first();
     expect(row.body.widgets[0]).toEqual({ id: 'w1', name: 'One' });
 
     const bad = await call('PUT', `/v2/reports/${report.id}`, { widgets: [{ id: 'w' }] });
@@ -304,29 +287,29 @@ describe('reports', () => {
     );
     expect(Math.abs(sharedAt - before)).toBeLessThan(5000);
 
-    const rows = await db('report_shares').where({ report_id: report.id });
+    const rows = await h.db('report_shares').where({ report_id: report.id });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
       token_hash: sha256(token),
-      account_id: account.accountId,
+      account_id: h.account.accountId,
       skin_theme: 'Light',
     });
     expect(JSON.stringify(rows)).not.toContain(token);
     expect(rows[0].expires_at.getTime() - rows[0].created_at.getTime()).toBe(3600 * 1000);
 
-    const resolved = await resolveShareToken(db, token);
-    expect(resolved).toMatchObject({ id: report.id, accountId: account.accountId, name: 'Shared' });
-    expect(await resolveShareToken(db, token + 'x')).toBeNull();
-    expect(await resolveShareToken(db, 'unknown')).toBeNull();
+    const resolved = await resolveShareToken(h.db, token);
+    expect(resolved).toMatchObject({ id: report.id, accountId: h.account.accountId, name: 'Shared' });
+    expect(await resolveShareToken(h.db, token + 'x')).toBeNull();
+    expect(await resolveShareToken(h.db, 'unknown')).toBeNull();
   });
 
   test('share terms from the query string (no body), dark theme, in a workspace', async () => {
     const report = await create({ name: 'Ops report', workspace: 'ops' });
     const uid = uidOf(report);
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'POST',
       url: `/v2/reports/${report.id}/share?expires_after=60&skin_theme=Dark&workspace=ops`,
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(res.statusCode).toBe(200);
     const shared = res.json().report;
@@ -338,12 +321,13 @@ describe('reports', () => {
       relative_url: `/report/${uid}/dark`,
       shared_url: `${BASE}/report/${uid}/dark?token=${shared.url_token}`,
     });
-    const row = await db('report_shares')
+    const row = await h
+      .db('report_shares')
       .where({ token_hash: sha256(shared.url_token) })
       .first();
     expect(row.skin_theme).toBe('Dark');
     expect(row.expires_at.getTime() - row.created_at.getTime()).toBe(60_000);
-    expect((await resolveShareToken(db, shared.url_token))?.workspace).toBe('ops');
+    expect((await resolveShareToken(h.db, shared.url_token))?.workspace).toBe('ops');
 
     // The body wins over the query string; a number is accepted for expires_after.
     const both = await call('POST', `/v2/reports/${report.id}/share?workspace=ops&expires_after=60`, {
@@ -391,40 +375,46 @@ describe('reports', () => {
     const token = (await call('POST', `/v2/reports/${report.id}/share`, { expires_after: '60' })).json()
       .report.url_token;
     const other = (await call('POST', `/v2/reports/${report.id}/share`, {})).json().report.url_token;
-    const row = await db('report_shares')
+    const row = await h
+      .db('report_shares')
       .where({ token_hash: sha256(token) })
       .first();
     const expiresAt: Date = row.expires_at;
 
-    expect(await resolveShareToken(db, token, new Date(expiresAt.getTime() - 1000))).not.toBeNull();
-    expect(await resolveShareToken(db, token, expiresAt)).toBeNull();
-    expect(await resolveShareToken(db, token, new Date(expiresAt.getTime() + 1000))).toBeNull();
+    expect(await resolveShareToken(h.db, token, new Date(expiresAt.getTime() - 1000))).not.toBeNull();
+    expect(await resolveShareToken(h.db, token, expiresAt)).toBeNull();
+    expect(await resolveShareToken(h.db, token, new Date(expiresAt.getTime() + 1000))).toBeNull();
 
-    await db('report_shares')
+    await h
+      .db('report_shares')
       .where({ token_hash: sha256(token) })
       .update({ expires_at: new Date(Date.now() - 1000) });
-    expect(await resolveShareToken(db, token)).toBeNull();
-    expect(await resolveShareToken(db, other)).not.toBeNull();
+    expect(await resolveShareToken(h.db, token)).toBeNull();
+    expect(await resolveShareToken(h.db, other)).not.toBeNull();
 
     // Just expired: kept, so the report page can answer 410 ("expired") rather than 404.
-    await pruneExpiredShares(db);
+    await pruneExpiredShares(h.db);
     expect(
-      await db('report_shares')
+      await h
+        .db('report_shares')
         .where({ token_hash: sha256(token) })
         .first(),
     ).toBeDefined();
 
-    await db('report_shares')
+    await h
+      .db('report_shares')
       .where({ token_hash: sha256(token) })
       .update({ expires_at: new Date(Date.now() - (EXPIRED_SHARE_RETENTION_SECONDS + 1) * 1000) });
-    expect(await pruneExpiredShares(db)).toBeGreaterThanOrEqual(1);
+    expect(await pruneExpiredShares(h.db)).toBeGreaterThanOrEqual(1);
     expect(
-      await db('report_shares')
+      await h
+        .db('report_shares')
         .where({ token_hash: sha256(token) })
         .first(),
     ).toBeUndefined();
     expect(
-      await db('report_shares')
+      await h
+        .db('report_shares')
         .where({ token_hash: sha256(other) })
         .first(),
     ).toBeDefined();
@@ -433,15 +423,15 @@ describe('reports', () => {
   test('delete → {report: {deleted, id}}, its share links stop working', async () => {
     const report = await create({ name: 'Doomed' });
     const token = (await call('POST', `/v2/reports/${report.id}/share`, {})).json().report.url_token;
-    expect(await resolveShareToken(db, token)).not.toBeNull();
+    expect(await resolveShareToken(h.db, token)).not.toBeNull();
     const res = await call('DELETE', `/v2/reports/${report.id}`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ report: { deleted: true, id: report.id } });
     // Revoked by expiring them now (not dropped), so their holders are told the link expired.
-    const rows = await db('report_shares').where({ report_id: report.id });
+    const rows = await h.db('report_shares').where({ report_id: report.id });
     expect(rows).toHaveLength(1);
     expect(rows[0].expires_at.getTime()).toBeLessThanOrEqual(Date.now());
-    expect(await resolveShareToken(db, token)).toBeNull();
+    expect(await resolveShareToken(h.db, token)).toBeNull();
     expect((await call('GET', `/v2/reports/${report.id}`)).json()).toEqual({
       code: 404,
       message: `Report ${report.id} not found.`,
@@ -451,7 +441,7 @@ describe('reports', () => {
 
   test("another account's report is 404 on every route", async () => {
     const report = await create({ name: 'Private' });
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const notFound = { code: 404, message: `Report ${report.id} not found.` };
     expect((await call('GET', `/v2/reports/${report.id}`, undefined, other)).json()).toEqual(notFound);
     expect((await call('PUT', `/v2/reports/${report.id}`, { name: 'hijack' }, other)).json()).toEqual(
@@ -475,7 +465,7 @@ describe('reports', () => {
     ).json().report.url_token;
     await call('POST', `/v2/reports/${report.id}/share`, { skin_theme: 'Blue' });
     await call('DELETE', `/v2/reports/${report.id}`);
-    const records = await db('audit_logs').where({ entity_id: report.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: report.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.status])).toEqual([
       ['CREATE', 'Report', 'Audited', 'SUCCESS'],
       ['VIEW', 'Report', 'Audited', 'SUCCESS'],
@@ -495,7 +485,7 @@ describe('reports', () => {
   });
 
   test('the OpenAPI document lists the report routes, the extensions marked', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/reports']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/reports/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     expect(Object.keys(doc.paths['/reports/{id}/share'])).toEqual(['post']);

@@ -1,33 +1,17 @@
 import { gzipSync } from 'node:zlib';
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { useTestApp } from '../support/use-test-app';
 
 const MAX = 64 * 1024;
 
 describe('compressed requests and responses', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db, { maxPayloadBytes: MAX });
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
+  const h = useTestApp({ maxPayloadBytes: MAX });
 
   const post = (payload: Buffer | string, headers: Record<string, string>) =>
-    t.app.inject({
+    h.app.inject({
       method: 'POST',
       url: '/v2/workspaces',
       payload,
-      headers: { authorization: account.bearer, 'content-type': 'application/json', ...headers },
+      headers: { authorization: h.account.bearer, 'content-type': 'application/json', ...headers },
     });
 
   test('a gzip body is inflated before parsing', async () => {
@@ -46,7 +30,7 @@ describe('compressed requests and responses', () => {
       });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toEqual({ code: 400, message: 'unsupported Content-Encoding' });
-      expect(await db('workspaces').where({ name: `enc-${encoding.replace(/\W/g, '')}` })).toHaveLength(0);
+      expect(await h.db('workspaces').where({ name: `enc-${encoding.replace(/\W/g, '')}` })).toHaveLength(0);
     },
   );
 
@@ -55,7 +39,7 @@ describe('compressed requests and responses', () => {
     const res = await post(whole.subarray(0, whole.length - 6), { 'content-encoding': 'gzip' });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message: 'malformed compressed request body' });
-    expect(await db('workspaces').where({ name: 'truncated' })).toHaveLength(0);
+    expect(await h.db('workspaces').where({ name: 'truncated' })).toHaveLength(0);
   });
 
   test('not gzip at all → 400 malformed compressed request body', async () => {
@@ -86,19 +70,19 @@ describe('compressed requests and responses', () => {
   });
 
   test('responses are gzipped when the client accepts gzip', async () => {
-    const res = await t.app.inject({
+    const res = await h.app.inject({
       method: 'GET',
       url: '/v2/workspaces',
-      headers: { authorization: account.bearer, 'accept-encoding': 'gzip' },
+      headers: { authorization: h.account.bearer, 'accept-encoding': 'gzip' },
     });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-encoding']).toBe('gzip');
     const { gunzipSync } = await import('node:zlib');
     expect(JSON.parse(gunzipSync(res.rawPayload).toString()).workspaces).toBeInstanceOf(Array);
-    const plain = await t.app.inject({
+    const plain = await h.app.inject({
       method: 'GET',
       url: '/v2/workspaces',
-      headers: { authorization: account.bearer },
+      headers: { authorization: h.account.bearer },
     });
     expect(plain.headers['content-encoding']).toBeUndefined();
   });

@@ -1,36 +1,19 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 const SECRET = 'sk-live-9f8e7d6c5b4a';
 const OTHER_SECRET = 'pw-rotated-1a2b3c';
 
 describe('user apps', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
-  const publish = async (extra: object = {}, who = account) => {
+  const h = useTestApp();
+  const { call } = h;
+  const publish = async (extra: object = {}, who = h.account) => {
     const res = await call('POST', '/v2/user_apps', { name: 'App', ...extra }, who);
     expect(res.statusCode).toBe(200);
     return res.json().user_app;
   };
   const count = async () =>
-    Number((await db('entities').where({ kind: 'user_app' }).count({ n: '*' }))[0]!.n);
+    Number((await h.db('entities').where({ kind: 'user_app' }).count({ n: '*' }))[0]!.n);
 
   test('publish → 200 with the defaults', async () => {
     const res = await call('POST', '/v2/user_apps', { name: 'Minimal', unknown_key: 1 });
@@ -148,7 +131,7 @@ describe('user apps', () => {
   });
 
   test('list leaves out data and env_vars, even when a projection asks for them', async () => {
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const a = await publish({ name: 'Alpha app', data: { x: 1 }, env_vars: { K: SECRET } }, other);
     const b = await publish({ name: 'Beta app', env_vars: { K: SECRET } }, other);
     const list = (query = '') => call('GET', `/v2/user_apps${query}`, undefined, other);
@@ -181,7 +164,7 @@ describe('user apps', () => {
   test('delete → {user_app: {deleted, id, name}}; another account gets 404 everywhere', async () => {
     const created = await publish({ name: 'Disposable', env_vars: { K: SECRET } });
     const url = `/v2/user_apps/${created.id}`;
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     for (const res of [
       await call('GET', url, undefined, other),
       await call('PUT', url, { name: 'hijack' }, other),
@@ -204,7 +187,7 @@ describe('user apps', () => {
     await call('PUT', url, { env_vars: { CRM_LOGIN: OTHER_SECRET, REGION: 'eu' }, data: { d: 2 } });
     await call('GET', `/v2/user_apps?query=${created.id}`);
     await call('DELETE', url);
-    const records = await db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.workspace])).toEqual([
       ['CREATE', 'UserApp', 'Audited', null],
       ['VIEW', 'UserApp', 'Audited', null],
@@ -221,21 +204,22 @@ describe('user apps', () => {
     }
     // No column of any record of the account holds either secret (the same search finds the name).
     const holding = (text: string) =>
-      db('audit_logs')
-        .where({ account_id: account.accountId })
+      h
+        .db('audit_logs')
+        .where({ account_id: h.account.accountId })
         .whereRaw('(audit_logs.*)::text LIKE ?', [`%${text}%`]);
     expect((await holding('Audited')).length).toBeGreaterThanOrEqual(4);
     expect(await holding(SECRET)).toEqual([]);
     expect(await holding(OTHER_SECRET)).toEqual([]);
     // The VIEW of the list names the app among the viewed ids.
-    const [listed] = await db('audit_logs').whereRaw('viewed_ids @> ?::jsonb', [
-      JSON.stringify([created.id]),
-    ]);
+    const [listed] = await h
+      .db('audit_logs')
+      .whereRaw('viewed_ids @> ?::jsonb', [JSON.stringify([created.id])]);
     expect(listed).toMatchObject({ operation: 'VIEW', entity_type: 'UserApp' });
   });
 
   test('the OpenAPI document lists the routes, the publishing ones marked as extensions', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/user_apps']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/user_apps/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     expect(doc.paths['/user_apps'].post.description).toMatch(/^Extension/);

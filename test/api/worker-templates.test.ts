@@ -4,7 +4,7 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listAccounts } from '../../engine/accounts/account-store';
-import { connectDatabase, type Database } from '../../engine/db/database';
+import { connectDatabase } from '../../engine/db/database';
 import { NotFound } from '../../engine/errors';
 import {
   BUILTIN_TEMPLATES_DIR,
@@ -18,8 +18,8 @@ import {
   templateSandboxLimits,
 } from '../../engine/worker-templates/worker-template-store';
 import { runScript } from '../../plugins/sandbox/script-sandbox';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, createTestApp, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 /** The stress test built-in's id, pinned: changing it would break every workflow that names it. */
 const PINNED_STRESS_TEST_ID = 'wtpl_osPPdJ2bhgnusJnmlmqNvSB71';
@@ -45,25 +45,9 @@ const SAMPLE_FORM_INPUTS = [
 ];
 
 describe('worker templates', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
-  const publish = async (extra: object = {}, who = account) => {
+  const h = useTestApp();
+  const { call } = h;
+  const publish = async (extra: object = {}, who = h.account) => {
     const res = await call(
       'POST',
       '/v2/worker_templates',
@@ -74,7 +58,7 @@ describe('worker templates', () => {
     return res.json().worker_template;
   };
   const count = async () =>
-    Number((await db('entities').where({ kind: 'worker_template' }).count({ n: '*' }))[0]!.n);
+    Number((await h.db('entities').where({ kind: 'worker_template' }).count({ n: '*' }))[0]!.n);
 
   test('publish → 200 with the defaults', async () => {
     const res = await call('POST', '/v2/worker_templates', { name: 'Echo', script: SCRIPT });
@@ -227,13 +211,13 @@ describe('worker templates', () => {
   });
 
   test('a script may take up to 1 MiB of UTF-8, counted in bytes', async () => {
-    const big = await createTestApp(db, { maxPayloadBytes: 4 * 1024 * 1024 });
+    const big = await createTestApp(h.db, { maxPayloadBytes: 4 * 1024 * 1024 });
     try {
       const post = (script: string) =>
         big.app.inject({
           method: 'POST',
           url: '/v2/worker_templates',
-          headers: { authorization: account.bearer },
+          headers: { authorization: h.account.bearer },
           payload: { name: 'Big', script },
         });
       const limit = 1024 * 1024;
@@ -345,7 +329,7 @@ describe('worker templates', () => {
   });
 
   test('list leaves out form_inputs and script; id mode, name prefix; workspace ignored', async () => {
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const a = await publish({ name: 'Loader one', form_inputs: [{ id: 'a', type: 'x' }] }, other);
     const b = await publish({ name: 'Loader two' }, other);
     const c = await publish({ name: 'Reporter' }, other);
@@ -392,7 +376,7 @@ describe('worker templates', () => {
   test('delete → {worker_template: {deleted, id, name}}; another account gets 404 everywhere', async () => {
     const created = await publish({ name: 'Disposable' });
     const url = `/v2/worker_templates/${created.id}`;
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     expect((await call('GET', url, undefined, other)).statusCode).toBe(404);
     expect((await call('PUT', url, { name: 'hijack' }, other)).statusCode).toBe(404);
     expect((await call('DELETE', url, undefined, other)).statusCode).toBe(404);
@@ -411,7 +395,7 @@ describe('worker templates', () => {
       script_entry_point: 'start',
       form_inputs: SAMPLE_FORM_INPUTS,
     });
-    await expect(loadWorkerTemplate(db, account.accountId, created.id)).resolves.toEqual({
+    await expect(loadWorkerTemplate(h.db, h.account.accountId, created.id)).resolves.toEqual({
       id: created.id,
       name: 'Runnable',
       type: 'STARTER',
@@ -423,8 +407,8 @@ describe('worker templates', () => {
       memoryLimitMb: null,
       timeoutSeconds: null,
     });
-    const other = await createTestAccount(db);
-    await expect(loadWorkerTemplate(db, other.accountId, created.id)).rejects.toBeInstanceOf(NotFound);
+    const other = await createTestAccount(h.db);
+    await expect(loadWorkerTemplate(h.db, other.accountId, created.id)).rejects.toBeInstanceOf(NotFound);
   });
 
   test('audit trail: WorkerTemplate records for each action', async () => {
@@ -433,7 +417,7 @@ describe('worker templates', () => {
     await call('GET', url);
     await call('PUT', url, { name: 'Audited 2', script: 'function main() { return 1; }' });
     await call('DELETE', url);
-    const records = await db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
+    const records = await h.db('audit_logs').where({ entity_id: created.id }).orderBy('created_at');
     expect(records.map((r) => [r.operation, r.entity_type, r.entity_name, r.workspace])).toEqual([
       ['CREATE', 'WorkerTemplate', 'Audited', null],
       ['VIEW', 'WorkerTemplate', 'Audited', null],
@@ -453,14 +437,15 @@ describe('worker templates', () => {
       script_runtime: 'python3.11',
       script: SCRIPT,
     });
-    const [failure] = await db('audit_logs')
-      .where({ account_id: account.accountId, status: 'ERROR', entity_type: 'WorkerTemplate' })
+    const [failure] = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, status: 'ERROR', entity_type: 'WorkerTemplate' })
       .orderBy('created_at', 'desc');
     expect(failure).toMatchObject({ operation: 'CREATE', source: 'API' });
   });
 
   test('the OpenAPI document lists the routes, the publishing ones marked as extensions', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
     expect(Object.keys(doc.paths['/worker_templates']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/worker_templates/{id}']).sort()).toEqual(['delete', 'get', 'put']);
     expect(doc.paths['/worker_templates'].post.description).toMatch(/^Extension/);
@@ -494,7 +479,7 @@ describe('worker templates', () => {
       expect(kept.json().worker_template).toMatchObject({ memory_limit_mb: 256, timeout_seconds: 5 });
       const reset = await call('PUT', `/v2/worker_templates/${created.id}`, { memory_limit_mb: null });
       expect(reset.json().worker_template).toMatchObject({ memory_limit_mb: null, timeout_seconds: 5 });
-      const loaded = await loadWorkerTemplate(db, account.accountId, created.id);
+      const loaded = await loadWorkerTemplate(h.db, h.account.accountId, created.id);
       expect([loaded.memoryLimitMb, loaded.timeoutSeconds]).toEqual([null, 5]);
     });
 
@@ -557,7 +542,7 @@ describe('worker templates', () => {
     ].join('\n');
     const stored = async (id: string) =>
       (
-        (await db('entities').where({ kind: 'worker_template', id }).first()) as {
+        (await h.db('entities').where({ kind: 'worker_template', id }).first()) as {
           body: Record<string, unknown>;
         }
       ).body;
@@ -575,7 +560,7 @@ describe('worker templates', () => {
         args: { inputs: { n: 21 } },
       });
       expect(outcome).toMatchObject({ ok: true, result: { twice: 42 } });
-      const loaded = await loadWorkerTemplate(db, account.accountId, created.id);
+      const loaded = await loadWorkerTemplate(h.db, h.account.accountId, created.id);
       expect(loaded.compiledScript).toBe(body.script_compiled);
     });
 
@@ -622,31 +607,21 @@ describe('worker templates', () => {
 
 /** In a database of their own: the other tests count and list exactly what they publish. */
 describe('built-in worker templates', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
   let other: TestAccount;
   let published: PublishedBuiltin[];
   let scratch: string;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-    other = await createTestAccount(db);
-    published = await publishBuiltinTemplates(db);
-    scratch = await mkdtemp(path.join(tmpdir(), 'pas-builtins-'));
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      other = await createTestAccount(db);
+      published = await publishBuiltinTemplates(db);
+      scratch = await mkdtemp(path.join(tmpdir(), 'pas-builtins-'));
+    },
   });
   afterAll(async () => {
     await rm(scratch, { recursive: true, force: true });
-    await t.close();
-    await database.drop();
   });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const { call } = h;
   const FOLDERS = [
     'barrier',
     'custom-script',
@@ -670,12 +645,12 @@ describe('built-in worker templates', () => {
     expect(new Set(published.map((p) => p.id)).size).toBe(FOLDERS.length);
     // Pinned: the same in every installation, so a workflow written against one service runs on another.
     expect(builtinTemplateId('stress-test')).toBe(PINNED_STRESS_TEST_ID);
-    const rows = await db('entities').where({ kind: 'worker_template' }).select('account_id');
+    const rows = await h.db('entities').where({ kind: 'worker_template' }).select('account_id');
     expect(rows.map((r) => r.account_id)).toEqual(FOLDERS.map(() => SYSTEM_ACCOUNT_ID));
   });
 
   test('every account lists and retrieves them, marked builtin, with their metadata', async () => {
-    for (const who of [account, other]) {
+    for (const who of [h.account, other]) {
       const list = await call('GET', '/v2/worker_templates?page_size=100', undefined, who);
       expect(list.statusCode).toBe(200);
       const items = list.json().worker_templates as Array<Record<string, unknown>>;
@@ -737,7 +712,7 @@ describe('built-in worker templates', () => {
 
   test('read-only: PUT and DELETE by an account → 403 with a clear message, nothing changes', async () => {
     const id = builtinTemplateId('custom-script');
-    const before = await db('entities').where({ kind: 'worker_template', id }).first();
+    const before = await h.db('entities').where({ kind: 'worker_template', id }).first();
     const put = await call('PUT', `/v2/worker_templates/${id}`, {
       name: 'Hijacked',
       script: 'function main() {}',
@@ -750,11 +725,11 @@ describe('built-in worker templates', () => {
     const del = await call('DELETE', `/v2/worker_templates/${id}`, undefined, other);
     expect(del.statusCode).toBe(403);
     expect(del.json().message).toMatch(/is built in and read-only/);
-    expect(await db('entities').where({ kind: 'worker_template', id }).first()).toEqual(before);
+    expect(await h.db('entities').where({ kind: 'worker_template', id }).first()).toEqual(before);
   });
 
   test('publishing again changes nothing; a changed script or metadata bumps the version, same id', async () => {
-    const again = await publishBuiltinTemplates(db);
+    const again = await publishBuiltinTemplates(h.db);
     expect(again.map((p) => [p.folder, p.action, p.version])).toEqual(
       FOLDERS.map((f) => [f, 'unchanged', 1]),
     );
@@ -766,7 +741,7 @@ describe('built-in worker templates', () => {
     const metaFile = path.join(dir, 'barrier', 'template.json');
     const meta = JSON.parse(await readFile(metaFile, 'utf8'));
     await writeFile(metaFile, JSON.stringify({ ...meta, version: '1.0.1' }));
-    const changed = await publishBuiltinTemplates(db, dir);
+    const changed = await publishBuiltinTemplates(h.db, dir);
     expect(
       changed.filter((p) => p.action !== 'unchanged').map((p) => [p.folder, p.action, p.version]),
     ).toEqual([
@@ -776,7 +751,8 @@ describe('built-in worker templates', () => {
     const forker = (await call('GET', `/v2/worker_templates/${builtinTemplateId('forker')}`)).json()
       .worker_template;
     expect(forker).toMatchObject({ version: '2', script: expect.stringContaining('// a comment') });
-    const audits = await db('audit_logs')
+    const audits = await h
+      .db('audit_logs')
       .where({ account_id: SYSTEM_ACCOUNT_ID, entity_id: builtinTemplateId('forker') })
       .orderBy('created_at');
     expect(audits.map((r) => [r.operation, r.user_email])).toEqual([
@@ -784,7 +760,7 @@ describe('built-in worker templates', () => {
       ['UPDATE', 'System'],
     ]);
     // And back: the shipped folders are republished over it.
-    const restored = await publishBuiltinTemplates(db);
+    const restored = await publishBuiltinTemplates(h.db);
     expect(restored.filter((p) => p.action !== 'unchanged').map((p) => p.folder)).toEqual([
       'barrier',
       'forker',
@@ -805,7 +781,7 @@ describe('built-in worker templates', () => {
       );
     }
     // Separate pools, as separate processes would have.
-    const pools = [0, 1, 2, 3].map(() => connectDatabase(database.url, 2));
+    const pools = [0, 1, 2, 3].map(() => connectDatabase(h.databaseUrl, 2));
     try {
       const results = await Promise.all(pools.map((pool) => publishBuiltinTemplates(pool, dir)));
       for (const folder of ['alpha', 'beta']) {
@@ -815,7 +791,9 @@ describe('built-in worker templates', () => {
     } finally {
       await Promise.all(pools.map((pool) => pool.destroy()));
     }
-    const rows = await db('entities').whereIn('id', [builtinTemplateId('alpha'), builtinTemplateId('beta')]);
+    const rows = await h
+      .db('entities')
+      .whereIn('id', [builtinTemplateId('alpha'), builtinTemplateId('beta')]);
     expect(
       rows.map((r) => [r.name, r.version, r.body.script_runtime, typeof r.body.script_compiled]).sort(),
     ).toEqual([
@@ -825,10 +803,10 @@ describe('built-in worker templates', () => {
   });
 
   test("the system account is nobody's tenant: no users, no keys, not listed as an account", async () => {
-    expect(await db('users').where({ account_id: SYSTEM_ACCOUNT_ID })).toEqual([]);
-    expect(await db('api_keys').where({ account_id: SYSTEM_ACCOUNT_ID })).toEqual([]);
-    const ids = (await listAccounts(db)).map((a) => a.id);
+    expect(await h.db('users').where({ account_id: SYSTEM_ACCOUNT_ID })).toEqual([]);
+    expect(await h.db('api_keys').where({ account_id: SYSTEM_ACCOUNT_ID })).toEqual([]);
+    const ids = (await listAccounts(h.db)).map((a) => a.id);
     expect(ids).not.toContain(SYSTEM_ACCOUNT_ID);
-    expect(ids).toEqual(expect.arrayContaining([account.accountId, other.accountId]));
+    expect(ids).toEqual(expect.arrayContaining([h.account.accountId, other.accountId]));
   });
 });

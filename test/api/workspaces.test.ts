@@ -1,26 +1,11 @@
-import type { Database } from '../../engine/db/database';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 describe('workspaces', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
+  const h = useTestApp();
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-  });
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
-  });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({
+  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = h.account) =>
+    h.app.inject({
       method,
       url,
       payload,
@@ -28,7 +13,7 @@ describe('workspaces', () => {
     });
 
   const auditOf = (entityId: string) =>
-    db('audit_logs').where({ account_id: account.accountId, entity_id: entityId }).orderBy('created_at');
+    h.db('audit_logs').where({ account_id: h.account.accountId, entity_id: entityId }).orderBy('created_at');
 
   test('create → 200 with the workspace, and a CREATE audit record', async () => {
     const res = await call('POST', '/v2/workspaces', {
@@ -54,7 +39,7 @@ describe('workspaces', () => {
       entity_type: 'Workspace',
       entity_name: 'research',
       workspace: 'research',
-      credential_id: account.key.account_sid,
+      credential_id: h.account.key.account_sid,
       credential_type: 'API_KEY',
       user_agent: 'curl/8.5.0',
       user_agent_pretty: 'Unknown OS - curl',
@@ -78,11 +63,11 @@ describe('workspaces', () => {
     [{ name: '' }, 'Workspace name is required, 1 to 200 characters, without spaces.'],
     [{ name: 'x'.repeat(201) }, 'Workspace name is required, 1 to 200 characters, without spaces.'],
   ])('invalid create %j → 400', async (body, message) => {
-    const before = await db('workspaces').count({ n: '*' }).first();
+    const before = await h.db('workspaces').count({ n: '*' }).first();
     const res = await call('POST', '/v2/workspaces', body);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message });
-    expect(await db('workspaces').count({ n: '*' }).first()).toEqual(before);
+    expect(await h.db('workspaces').count({ n: '*' }).first()).toEqual(before);
   });
 
   test('retrieve writes a VIEW record; unknown → 404', async () => {
@@ -94,7 +79,7 @@ describe('workspaces', () => {
     const missing = await call('GET', '/v2/workspaces/nope');
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toEqual({ code: 404, message: 'Workspace nope not found.' });
-    const [failure] = await db('audit_logs').where({ entity_id: 'nope' });
+    const [failure] = await h.db('audit_logs').where({ entity_id: 'nope' });
     expect(failure).toMatchObject({ status: 'ERROR', operation: 'VIEW', entity_type: 'Workspace' });
   });
 
@@ -142,8 +127,9 @@ describe('workspaces', () => {
       workspaces: [expect.objectContaining({ name: 'desk-a' })],
       next_page_token: null,
     });
-    const view = await db('audit_logs')
-      .where({ account_id: account.accountId, operation: 'VIEW' })
+    const view = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, operation: 'VIEW' })
       .whereNotNull('viewed_ids')
       .orderBy('created_at', 'desc')
       .first();
@@ -176,7 +162,7 @@ describe('workspaces', () => {
   });
 
   test("another account's workspace is 404, never visible", async () => {
-    const other = await createTestAccount(db);
+    const other = await createTestAccount(h.db);
     const res = await call('GET', '/v2/workspaces/research', undefined, other);
     expect(res.statusCode).toBe(404);
     const list = await call('GET', '/v2/workspaces', undefined, other);
@@ -190,9 +176,9 @@ describe('workspaces', () => {
 
   test('audit records are immutable, even to SQL', async () => {
     const [record] = await auditOf('research');
-    await expect(db('audit_logs').where({ id: record.id }).update({ activity: 'tampered' })).rejects.toThrow(
-      /immutable/,
-    );
-    await expect(db('audit_logs').where({ id: record.id }).delete()).rejects.toThrow(/immutable/);
+    await expect(
+      h.db('audit_logs').where({ id: record.id }).update({ activity: 'tampered' }),
+    ).rejects.toThrow(/immutable/);
+    await expect(h.db('audit_logs').where({ id: record.id }).delete()).rejects.toThrow(/immutable/);
   });
 });

@@ -1,14 +1,13 @@
 import path from 'node:path';
 import type { Actor } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
 import { beginWorkerExecution, insertWorkflowExecution } from '../../engine/workflows/execution-records';
 import { newId } from '../../engine/ids';
 import { runScript, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
 import { type BridgeScope, createSdkBridge, READ_FILE_MAX_BYTES } from '../../workers/activities/sdk-bridge';
 import { SdkJournal } from '../../workers/activities/sdk-journal';
-import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
-import { createTestDatabase } from '../support/test-database';
+import { createTestAccount, type TestAccount } from '../support/test-app';
+import { useTestApp } from '../support/use-test-app';
 
 /**
  * The SDK bridge's files and calculations, scoped to the run's account and workspace, and the
@@ -23,28 +22,16 @@ const BOOK = [
 ];
 
 describe('SDK bridge: files, calculations and the journal', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: Database;
-  let t: TestApp;
-  let account: TestAccount;
   let other: TestAccount;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = database.db;
-    await importMarketCsv(db, path.join(MARKET, 'sp500_index_1990_2022.csv'));
-    await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), { columns: ['AAPL', 'JPM'] });
-    t = await createTestApp(db);
-    account = await createTestAccount(db);
-    other = await createTestAccount(db);
-  }, 120_000);
-  afterAll(async () => {
-    await t.close();
-    await database.drop();
+  const h = useTestApp({
+    setUp: async ({ db }) => {
+      await importMarketCsv(db, path.join(MARKET, 'sp500_index_1990_2022.csv'));
+      await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), { columns: ['AAPL', 'JPM'] });
+      other = await createTestAccount(db);
+    },
   });
-
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, who = account) =>
-    t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
+  const { call } = h;
 
   function actorOf(who: TestAccount, executionId = newId('workflowExecution')): Actor {
     return {
@@ -64,8 +51,8 @@ describe('SDK bridge: files, calculations and the journal', () => {
     };
   }
 
-  const scope = (workspace = 'main', who = account): BridgeScope => ({
-    db,
+  const scope = (workspace = 'main', who = h.account): BridgeScope => ({
+    db: h.db,
     actor: actorOf(who),
     workspace,
     publicUrl: 'http://pas.test',
@@ -82,7 +69,7 @@ describe('SDK bridge: files, calculations and the journal', () => {
     return outcome.result as Record<string, unknown>;
   }
 
-  async function apiFile(name: string, text: string, workspace: string, who = account): Promise<string> {
+  async function apiFile(name: string, text: string, workspace: string, who = h.account): Promise<string> {
     const res = await call(
       'POST',
       '/v2/files',
@@ -146,7 +133,8 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(result.both).toMatch(/exactly one of text/);
       expect(result.removed).toMatchObject({ deleted: true });
 
-      const trail = await db('audit_logs')
+      const trail = await h
+        .db('audit_logs')
         .where({ entity_id: made.id as string })
         .orderBy('created_at')
         .select('operation', 'source');
@@ -252,8 +240,9 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(attribution.statusCode).toBe(200);
       expect(result.attribution).toEqual(attribution.json().risk_attribution);
       expect(typeof result.invalid).toBe('string');
-      const executed = await db('audit_logs')
-        .where({ operation: 'EXECUTE', source: 'WORKER', account_id: account.accountId })
+      const executed = await h
+        .db('audit_logs')
+        .where({ operation: 'EXECUTE', source: 'WORKER', account_id: h.account.accountId })
         .count<{ count: number }[]>('* as count');
       expect(Number(executed[0]!.count)).toBe(2);
     }, 120_000);
@@ -298,8 +287,8 @@ describe('SDK bridge: files, calculations and the journal', () => {
   describe('the SDK-call journal', () => {
     /** A worker execution row, as runWorker begins one (the journal's rows hang off it). */
     async function workerExecution(): Promise<string> {
-      const execution = await insertWorkflowExecution(db, {
-        accountId: account.accountId,
+      const execution = await insertWorkflowExecution(h.db, {
+        accountId: h.account.accountId,
         workflowId: 'wkfl_journal_test',
         workflowName: 'Journal test',
         workspace: 'main',
@@ -307,11 +296,11 @@ describe('SDK bridge: files, calculations and the journal', () => {
         startedWorkerId: 'wrkr_s',
         enderWorkerId: null,
         parameters: {},
-        userId: account.ownerId,
+        userId: h.account.ownerId,
         credentialId: '',
         credentialType: 'API_KEY',
       });
-      const begun = await beginWorkerExecution(db, {
+      const begun = await beginWorkerExecution(h.db, {
         execution,
         workerId: 'wrkr_x',
         workerName: 'X',
@@ -325,8 +314,9 @@ describe('SDK bridge: files, calculations and the journal', () => {
     const countPortfolios = async (name: string) =>
       Number(
         (
-          await db('entities')
-            .where({ account_id: account.accountId, kind: 'portfolio', name })
+          await h
+            .db('entities')
+            .where({ account_id: h.account.accountId, kind: 'portfolio', name })
             .count<{ count: number }[]>('* as count')
         )[0]!.count,
       );
@@ -347,15 +337,15 @@ describe('SDK bridge: files, calculations and the journal', () => {
     test('a rerun of the same worker execution answers from the journal: no second effect', async () => {
       const id = await workerExecution();
       const name = `Journaled ${id.slice(-6)}`;
-      const bridgeScope = { ...scope(), actor: actorOf(account) };
+      const bridgeScope = { ...scope(), actor: actorOf(h.account) };
       const first = await runScript({
         source: SCRIPT,
         args: { name, die: true },
-        bridge: createSdkBridge(bridgeScope, await SdkJournal.open(db, id)),
+        bridge: createSdkBridge(bridgeScope, await SdkJournal.open(h.db, id)),
       });
       expect(first.ok).toBe(false);
       expect(await countPortfolios(name)).toBe(1);
-      const rows = await db('sdk_calls').where({ worker_execution_id: id }).orderBy('seq');
+      const rows = await h.db('sdk_calls').where({ worker_execution_id: id }).orderBy('seq');
       expect(rows.map((row) => [row.seq, row.name])).toEqual([
         [0, 'createPortfolio'],
         [1, 'retrievePortfolio'],
@@ -364,12 +354,12 @@ describe('SDK bridge: files, calculations and the journal', () => {
       ]);
       expect(rows[2]!.error).toMatchObject({ status: 400 });
 
-      const journal = await SdkJournal.open(db, id);
+      const journal = await SdkJournal.open(h.db, id);
       const second = await run(SCRIPT, bridgeScope, journal, { name, die: false });
       expect(journal.replayed).toBe(4);
       expect(await countPortfolios(name)).toBe(1);
-      const files = await db('entities').where({
-        account_id: account.accountId,
+      const files = await h.db('entities').where({
+        account_id: h.account.accountId,
         kind: 'file',
         name: `${name}.txt`,
       });
@@ -377,19 +367,22 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(second.made).toBe(rows[0]!.result.id);
       expect(second.file).toBe(files[0]!.id);
       expect(second.refused).toBe(rows[2]!.error.message);
-      const creates = await db('audit_logs')
+      const creates = await h
+        .db('audit_logs')
         .where({ operation: 'CREATE', entity_type: 'Portfolio', entity_name: name })
         .count<{ count: number }[]>('* as count');
       expect(Number(creates[0]!.count)).toBe(1);
       // The calls after the replayed ones ran live and were journaled.
       expect(
-        await db('sdk_calls').where({ worker_execution_id: id }).count<{ c: number }[]>('* as c'),
+        await h.db('sdk_calls').where({ worker_execution_id: id }).count<{ c: number }[]>('* as c'),
       ).toEqual([{ c: 6 }]);
       // A third run replays everything, the datastore included.
-      const third = await run(SCRIPT, bridgeScope, await SdkJournal.open(db, id), { name, die: false });
+      const third = await run(SCRIPT, bridgeScope, await SdkJournal.open(h.db, id), { name, die: false });
       expect(third).toEqual(second);
       expect(
-        await db('entities').where({ account_id: account.accountId, kind: 'datastore', name: `${name} A` }),
+        await h
+          .db('entities')
+          .where({ account_id: h.account.accountId, kind: 'datastore', name: `${name} A` }),
       ).toHaveLength(1);
     });
 
@@ -402,8 +395,8 @@ describe('SDK bridge: files, calculations and the journal', () => {
           const second = await sdk.createPortfolio({ name: args.name + args.suffix, securities: [] });
           return { first: first.id, second: second.id };
         }`;
-      const before = await run(source, scope(), await SdkJournal.open(db, id), { name, suffix: ' one' });
-      const journal = await SdkJournal.open(db, id);
+      const before = await run(source, scope(), await SdkJournal.open(h.db, id), { name, suffix: ' one' });
+      const journal = await SdkJournal.open(h.db, id);
       const outcome: ScriptOutcome = await runScript({
         source,
         args: { name, suffix: ' two' },
@@ -425,7 +418,7 @@ describe('SDK bridge: files, calculations and the journal', () => {
           }),
         ]),
       );
-      const rows = await db('sdk_calls').where({ worker_execution_id: id }).orderBy('seq');
+      const rows = await h.db('sdk_calls').where({ worker_execution_id: id }).orderBy('seq');
       expect(rows).toHaveLength(2);
       expect(rows[1]!.result.id).toBe(after.second);
     });
@@ -433,7 +426,7 @@ describe('SDK bridge: files, calculations and the journal', () => {
     test('two attempts alive at once: one commits the call, the other answers its row', async () => {
       const id = await workerExecution();
       const name = `Raced ${id.slice(-6)}`;
-      const [a, b] = await Promise.all([SdkJournal.open(db, id), SdkJournal.open(db, id)]);
+      const [a, b] = await Promise.all([SdkJournal.open(h.db, id), SdkJournal.open(h.db, id)]);
       const fields = { name, securities: [] };
       const [fromA, fromB] = await Promise.all([
         createSdkBridge(scope(), a).createPortfolio!(fields),
@@ -449,11 +442,11 @@ describe('SDK bridge: files, calculations and the journal', () => {
       await run(
         `async function main() { return sdk.listPortfolios(); }`,
         scope(),
-        await SdkJournal.open(db, id),
+        await SdkJournal.open(h.db, id),
       );
-      expect(await db('sdk_calls').where({ worker_execution_id: id })).toHaveLength(1);
-      await db('worker_executions').where({ id }).delete();
-      expect(await db('sdk_calls').where({ worker_execution_id: id })).toHaveLength(0);
+      expect(await h.db('sdk_calls').where({ worker_execution_id: id })).toHaveLength(1);
+      await h.db('worker_executions').where({ id }).delete();
+      expect(await h.db('sdk_calls').where({ worker_execution_id: id })).toHaveLength(0);
     });
   });
 });
