@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,19 +6,11 @@ import { createTestAccount } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 import { loadMarket } from '../../engine/market-data/price-store';
 import { parseCsvDate } from '../../engine/market-data/csv-import';
+import { pas } from '../support/pas-cli';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 /** The shared real data, read in place (never copied into the repository). */
 const MARKET = path.resolve(ROOT, '..', 'shared', 'data', 'market');
-
-function pas(url: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'engine/cli/pas.mjs'), ...args], {
-    env: { ...process.env, DATABASE_URL: url },
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
 
 describe('pas market import', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -1,5 +1,3 @@
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import {
   authenticateAccessToken,
   authenticateApiKey,
@@ -7,18 +5,7 @@ import {
 } from '../../engine/accounts/account-store';
 import type { Database } from '../../engine/db/database';
 import { createTestDatabase } from '../support/test-database';
-
-const ROOT = path.resolve(__dirname, '..', '..');
-
-/** Runs the real `pas` bin (engine/cli/pas.mjs) against a test database. */
-function pas(url: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'engine/cli/pas.mjs'), ...args], {
-    env: { ...process.env, DATABASE_URL: url },
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+import { pas } from '../support/pas-cli';
 
 describe('pas CLI', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -1,21 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Database } from '../../engine/db/database';
 import { parseSecuritiesCsv } from '../../engine/market-data/securities-master';
 import { createTestDatabase } from '../support/test-database';
-
-const ROOT = path.resolve(__dirname, '..', '..');
-
-function pas(url: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'engine/cli/pas.mjs'), ...args], {
-    env: { ...process.env, DATABASE_URL: url },
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+import { pas } from '../support/pas-cli';
 
 describe('pas market securities (the securities master)', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
