@@ -138,6 +138,8 @@ describe('a stored starter → basic → ender workflow runs on Temporal', () =>
     expect(basic.cpu_time).toBeGreaterThan(0);
 
     // The execution id is the Temporal workflow id, findable by its search attributes.
+    // The records close before the Temporal run does: wait for its result, then describe it.
+    await t.temporal.workflow.getHandle(started.id).result();
     const description = await t.temporal.workflow.getHandle(started.id).describe();
     expect(description.status.name).toBe('COMPLETED');
     expect(description.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value])).toEqual(

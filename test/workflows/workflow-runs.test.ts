@@ -385,6 +385,8 @@ describe('workflow runs', () => {
         result: { error: expect.stringMatching(/no prices/) },
         logs: [expect.objectContaining({ level: 'error', message: 'giving up' })],
       });
+      // The records close before the Temporal run does: wait for its result, then describe it.
+      await h.t.temporal.workflow.getHandle(started.id).result();
       const description = await h.t.temporal.workflow.getHandle(started.id).describe();
       expect(description.status.name).toBe('COMPLETED');
       expect(description.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value])).toEqual(
