@@ -4,6 +4,7 @@
  * the same `SimulationResult`, so its result plugs into `prepareStressTest(...).finish` and
  * `prepareRiskAttribution(...).finish` unchanged.
  */
+import type { TailSets } from '../kernels/tail-sets';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 
 export type BackendName = 'reference' | 'typed' | 'threads' | 'gpujs';
@@ -31,4 +32,34 @@ export function checkPaths(paths: number): void {
   if (!Number.isInteger(paths) || paths < 1 || paths > 0xffffffff) {
     throw new RangeError(`paths must be an integer in [1, 2^32), got ${paths}.`);
   }
+}
+
+/**
+ * The result of a two-pass run: each tail set's portfolio total summed over its paths in ascending
+ * order (the reference's order), then every set's means. `sums` are the per-driver component sums.
+ */
+export function twoPassResult(
+  paths: number,
+  loss: Float64Array,
+  evTotal: number,
+  sets: TailSets,
+  sums: { ev: Float64Array; neg: Float64Array; pos: Float64Array; band: Float64Array },
+): SimulationResult {
+  let neg = 0;
+  let pos = 0;
+  let band = 0;
+  for (let p = 0; p < paths; p++) {
+    const flag = sets.flags[p]!;
+    if (flag & 1) neg += loss[p]!;
+    if (flag & 2) pos += loss[p]!;
+    if (flag & 4) band += loss[p]!;
+  }
+  return {
+    paths,
+    tailCount: sets.m,
+    ev: pathSetResult(paths, evTotal, sums.ev),
+    cvarNeg: pathSetResult(sets.m, neg, sums.neg),
+    cvarPos: pathSetResult(sets.m, pos, sums.pos),
+    var: sets.band ? pathSetResult(sets.band.count, band, sums.band) : null,
+  };
 }

@@ -17,7 +17,7 @@ import { GPU, type IKernelRunShortcut } from 'gpu.js';
 import { findTailSets } from '../kernels/tail-sets';
 import { fillNormals, type Seed, uniformAt } from '../random';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
-import { checkPaths, pathSetResult, type SimulationBackend } from './backend';
+import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
 
 export type GpuMode = 'webgpu' | 'webasm' | 'cpu';
 
@@ -179,23 +179,7 @@ export async function gpujsBackend(): Promise<SimulationBackend> {
       ];
       await runBlock((i) => ids[first + i]!, count, targets);
     }
-    let negTotal = 0;
-    let posTotal = 0;
-    let bandTotal = 0;
-    for (let p = 0; p < paths; p++) {
-      const flag = sets.flags[p]!;
-      if (flag & 1) negTotal += loss[p]!;
-      if (flag & 2) posTotal += loss[p]!;
-      if (flag & 4) bandTotal += loss[p]!;
-    }
-    return {
-      paths,
-      tailCount: sets.m,
-      ev: pathSetResult(paths, evTotal, ev),
-      cvarNeg: pathSetResult(sets.m, negTotal, neg),
-      cvarPos: pathSetResult(sets.m, posTotal, pos),
-      var: sets.band ? pathSetResult(sets.band.count, bandTotal, band) : null,
-    };
+    return twoPassResult(paths, loss, evTotal, sets, { ev, neg, pos, band });
   };
 
   let queue: Promise<unknown> = Promise.resolve();

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { findTailSets } from '../kernels/tail-sets';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
-import { checkPaths, pathSetResult, type SimulationBackend } from './backend';
+import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
 import type { ThreadReply, ThreadRequest } from './thread-protocol';
 
 /** Paths per pass-1 chunk, fixed so the merge order is the same for any thread count. */
@@ -140,23 +140,7 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
       for (let i = 0; i < pos.length; i++) pos[i]! += reply.pos[i]!;
       for (let i = 0; i < band.length; i++) band[i]! += reply.band[i]!;
     }
-    let negTotal = 0;
-    let posTotal = 0;
-    let bandTotal = 0;
-    for (let p = 0; p < paths; p++) {
-      const flag = sets.flags[p]!;
-      if (flag & 1) negTotal += loss[p]!;
-      if (flag & 2) posTotal += loss[p]!;
-      if (flag & 4) bandTotal += loss[p]!;
-    }
-    return {
-      paths,
-      tailCount: sets.m,
-      ev: pathSetResult(paths, evTotal, ev),
-      cvarNeg: pathSetResult(sets.m, negTotal, neg),
-      cvarPos: pathSetResult(sets.m, posTotal, pos),
-      var: sets.band ? pathSetResult(sets.band.count, bandTotal, band) : null,
-    };
+    return twoPassResult(paths, loss, evTotal, sets, { ev, neg, pos, band });
   };
 
   return {

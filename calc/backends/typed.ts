@@ -6,7 +6,7 @@
 import { BLOCK_PATHS, newSetSums, PathBlockKernel } from '../kernels/path-block';
 import { findTailSets } from '../kernels/tail-sets';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
-import { checkPaths, pathSetResult, type SimulationBackend } from './backend';
+import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
 
 export function simulateTyped(scenario: Scenario, options: SimulationOptions): SimulationResult {
   const { paths } = options;
@@ -45,23 +45,7 @@ export function simulateTyped(scenario: Scenario, options: SimulationOptions): S
     const count = Math.min(block, ids.length - first);
     kernel.run(first, count, ids, masks.subarray(first, first + count), sums);
   }
-  let neg = 0;
-  let pos = 0;
-  let band = 0;
-  for (let p = 0; p < paths; p++) {
-    const flag = sets.flags[p]!;
-    if (flag & 1) neg += loss[p]!;
-    if (flag & 2) pos += loss[p]!;
-    if (flag & 4) band += loss[p]!;
-  }
-  return {
-    paths,
-    tailCount: sets.m,
-    ev: pathSetResult(paths, evTotal, sums.ev),
-    cvarNeg: pathSetResult(sets.m, neg, sums.neg),
-    cvarPos: pathSetResult(sets.m, pos, sums.pos),
-    var: sets.band ? pathSetResult(sets.band.count, band, sums.band) : null,
-  };
+  return twoPassResult(paths, loss, evTotal, sets, sums);
 }
 
 export function typedBackend(): SimulationBackend {
