@@ -66,6 +66,20 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Real clients (the PyPI `everysk` packages) send `Content-Type: application/json` on every request,
+  // a bodiless DELETE or GET included. An empty body is no body, whatever its Content-Type says; a
+  // route that needs one then answers its own 400 naming the missing field.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
+
   await app.register(requestTiming);
   await app.register(errorHandler, { db: deps.db, maxPayloadBytes: deps.config.maxPayloadBytes });
   await app.register(authentication, { db: deps.db, rateLimitPerMinute: deps.config.rateLimitPerMinute });

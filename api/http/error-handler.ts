@@ -21,9 +21,22 @@ const STATUS_TEXT: Record<number, string> = {
 export function describeError(
   error: FastifyError | Error,
   maxPayloadBytes: number,
+  request?: FastifyRequest,
 ): { status: number; message: string } {
   if (error instanceof DomainError) return { status: error.status, message: error.message };
   const fastifyError = error as FastifyError;
+  if (fastifyError.validationContext === 'body' && request && request.body === undefined) {
+    // No body at all (or an empty one): name what the route needs rather than "body must be object".
+    const schema = request.routeOptions.schema?.body as { required?: string[] } | undefined;
+    const required = schema?.required ?? [];
+    return {
+      status: 400,
+      message:
+        required.length > 0
+          ? `Request body is required: a JSON object with ${required.join(', ')}.`
+          : 'Request body is required: a JSON object.',
+    };
+  }
   if (fastifyError.validation) {
     const context = fastifyError.validationContext ? `${fastifyError.validationContext} ` : '';
     const detail = fastifyError.validation
@@ -44,6 +57,8 @@ export function describeError(
       return { status: 415, message: 'Unsupported Content-Type: send application/json.' };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, message: 'Request body is empty but Content-Type is application/json.' };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, message: 'Request body is not valid JSON.' };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, message: 'Request body length does not match Content-Length.' };
   }
@@ -70,7 +85,7 @@ const OPERATION_BY_METHOD: Record<string, AuditOperation> = {
 export default fp(
   async function errorHandler(app: FastifyInstance, options: { db: Database; maxPayloadBytes: number }) {
     app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      const { status, message } = describeError(error, options.maxPayloadBytes);
+      const { status, message } = describeError(error, options.maxPayloadBytes, request);
       if (status >= 500) request.log.error({ err: error }, 'request failed');
       else request.log.info({ status, message }, 'request refused');
       return reply.code(status).type('application/json; charset=utf-8').send({ code: status, message });

@@ -149,6 +149,11 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
+    // An empty body is no body (real clients send the header on every request); the receiver refuses it.
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
     rawText.set(request, text);
     parseJson(request, text, done);
   });

@@ -226,7 +226,7 @@ describe('webhook triggers', () => {
       ['a string', json, '"text"', /not a string/],
       ['null', json, 'null', /not null/],
       ['invalid JSON', json, '{"a":', /not valid JSON/],
-      ['an empty body with a JSON content type', json, '', /empty/],
+      ['an empty body with a JSON content type', json, '', /required/],
       ['text/plain', { 'content-type': 'text/plain' }, '{"a":1}', /Content-Type: application\/json/],
       [
         'form data',
