@@ -293,7 +293,14 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
         querystring: Type.Object({
           worker_execution_id: Type.String(),
           with_result: Type.Optional(LooseBoolean),
-          workspace: workspaceField,
+          workspace: Type.Optional(
+            Type.String({
+              description:
+                'When given, the execution must belong to a run of that workspace. Without it the id ' +
+                '(unique in the account) is found in any workspace: the legacy client asks for the ' +
+                "Ender's execution by id alone.",
+            }),
+          ),
         }),
         response: {
           200: Type.Object({ worker_execution: Type.Ref('WorkerExecution') }),

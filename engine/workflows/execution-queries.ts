@@ -117,6 +117,9 @@ export async function workerExecutionOf(
   if (!isId('workerExecution', workerExecutionId)) throw notFound;
   const row = await findWorkerExecution(db, accountId, workerExecutionId);
   if (workflowId !== null && row.workflow_id !== workflowId) throw notFound;
+  // Worker execution ids are unique in the account. The legacy client's `syncronous_retrieve` asks for
+  // the Ender's execution by id alone, without the run's workspace: only a workspace that was given is checked.
+  if (workspace === undefined) return row;
   const execution = await findWorkflowExecution(db, accountId, row.workflow_execution_id);
   if (execution.workspace !== checkWorkspaceName(workspace)) throw notFound;
   return row;

@@ -380,9 +380,10 @@ export async function endWorkflowExecution(
     const rows = (await trx('worker_executions')
       .where({ workflow_execution_id: id })
       .orderBy([{ column: 'created_at' }, { column: 'parallel_index' }])) as WorkerExecutionRow[];
+    // A run that failed in its Ender still names that Ender's execution: clients read its error there.
     const ender = outcome.enderWorkerExecutionId
       ? rows.find((row) => row.id === outcome.enderWorkerExecutionId)
-      : undefined;
+      : rows.find((row) => row.worker_type === 'ENDER');
     const total = rows.reduce((sum, row) => sum + (row.duration ?? 0), 0);
     const cpu = rows.reduce((sum, row) => sum + (row.cpu_time ?? 0), 0);
     const enderBytes = ender ? Buffer.byteLength(JSON.stringify(ender.result ?? null), 'utf8') : null;

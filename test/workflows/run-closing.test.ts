@@ -62,11 +62,14 @@ describe('closing a run', () => {
     const result = await h.t.temporal.workflow.getHandle(started.id).result();
     expect(result).toMatchObject({ runStatus: 'FAILED', failure: { workerId: e } });
     const ended = await h.pollUntilEnded(workflow.id, started.id);
+    // The run failed in its Ender, so it names that Ender's execution (the legacy client reads it).
     expect(ended).toMatchObject({
       run_status: 'FAILED',
       status: 'COMPLETED',
-      ender_worker_execution_id: null,
+      ender_worker_execution_id: expect.stringMatching(/^wkex_/),
     });
+    const ender = await h.workerExecution(ended.ender_worker_execution_id!);
+    expect(ender).toMatchObject({ worker_id: e, worker_type: 'ENDER', status: 'ERROR' });
     expect(await activityTypes(started.id)).toEqual(['runWorker', 'runWorker', 'finishRun']);
     const description = await h.t.temporal.workflow.getHandle(started.id).describe();
     expect(description.searchAttributes.PasRunStatus).toEqual(['FAILED']);

@@ -1,0 +1,264 @@
+"""
+Drives a live service through one of the PyPI clients our users already have, used exactly as they
+use it: `everysk` 1.0.17 (legacy) or `everysk-lib` (current). Both install the module `everysk`, so
+each runs from its own virtualenv. Prints one JSON line per scenario: {"name", "ok", "detail"}.
+
+The service's address and credentials come from the environment, as a user would configure them:
+EVERYSK_API_URL (everysk-lib) or EVERYSK_API_ENTRY (everysk 1.0.17), EVERYSK_API_SID, EVERYSK_API_TOKEN.
+PAS_CLIENT says which client is installed; PAS_WORKFLOW_OK and PAS_WORKFLOW_FAIL name two stored workflows.
+"""
+import base64
+import json
+import os
+import sys
+import traceback
+
+CLIENT = os.environ['PAS_CLIENT']  # 'legacy' or 'lib'
+
+if CLIENT == 'legacy':
+    import everysk as api
+    from everysk.api_requestor import APIError
+else:
+    from everysk import api
+    from everysk.core.exceptions import APIError
+    from everysk.sdk.entities.workflow_execution.polling import WorkflowExecutionFailed
+
+WORKSPACE = 'clients'
+RESULTS = []
+
+
+def scenario(function):
+    try:
+        detail = function()
+        RESULTS.append({'name': function.__name__, 'ok': True, 'detail': detail})
+    except Exception as error:  # pylint: disable=broad-except
+        RESULTS.append(
+            {
+                'name': function.__name__,
+                'ok': False,
+                'detail': '%s: %s\n%s' % (type(error).__name__, error, traceback.format_exc()),
+            }
+        )
+    print(json.dumps(RESULTS[-1]), flush=True)
+    return function
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def crud(resource, create_kwargs, modify_kwargs, key='id', check_fields=('name',)):
+    """create, retrieve, modify, list, auto_paging_iter and remove through the client."""
+    created = resource.create(workspace=WORKSPACE, **create_kwargs)
+    ident = created[key]
+    for field in check_fields:
+        check(created[field] == create_kwargs[field], '%s: created %s' % (resource.__name__, field))
+    retrieved = resource.retrieve(ident, workspace=WORKSPACE)
+    check(retrieved[key] == ident, '%s: retrieve' % resource.__name__)
+    modified = resource.modify(ident, workspace=WORKSPACE, **modify_kwargs)
+    for field, value in modify_kwargs.items():
+        if field in check_fields:
+            check(modified[field] == value, '%s: modified %s' % (resource.__name__, field))
+    listed = resource.list(workspace=WORKSPACE, page_size=1)
+    check(len(listed) == 1, '%s: list page_size=1' % resource.__name__)
+    every = [item[key] for item in resource.auto_paging_iter(workspace=WORKSPACE, page_size=1)]
+    check(ident in every, '%s: auto_paging_iter found the new entity' % resource.__name__)
+    check(len(every) == len(set(every)), '%s: auto_paging_iter repeated an entity' % resource.__name__)
+    removed = resource.remove(ident, workspace=WORKSPACE)
+    check(removed['deleted'] is True, '%s: remove' % resource.__name__)
+    try:
+        resource.retrieve(ident, workspace=WORKSPACE)
+        raise AssertionError('%s: still there after remove' % resource.__name__)
+    except APIError as error:
+        check(error_body(error)['code'] == 404, '%s: 404 after remove' % resource.__name__)
+    return {'id': ident, 'listed': len(every)}
+
+
+def error_body(error):
+    text = str(error)
+    return json.loads(text)
+
+
+@scenario
+def workspace_crud():
+    name = 'clientws%d' % os.getpid()
+    created = api.Workspace.create(name=name, description='made by a client')
+    check(created['name'] == name, 'workspace create')
+    check(api.Workspace.retrieve(name)['name'] == name, 'workspace retrieve')
+    modified = api.Workspace.modify(name, name=name, description='changed')
+    check(modified['description'] == 'changed', 'workspace modify')
+    names = [w['name'] for w in api.Workspace.auto_paging_iter(page_size=1)]
+    check(name in names, 'workspace auto_paging_iter')
+    removed = api.Workspace.remove(name)
+    check(removed['deleted'] is True and removed['name'] == name, 'workspace remove')
+    return {'workspaces': len(names)}
+
+
+@scenario
+def portfolio_crud():
+    securities = [
+        {'id': 'p1', 'symbol': 'AAPL', 'quantity': 100},
+        {'id': 'p2', 'symbol': 'JPM', 'quantity': 50},
+    ]
+    return crud(
+        api.Portfolio,
+        {'name': 'Client book', 'description': 'made by a client #clients', 'securities': securities, 'date': '20221228'},
+        {'name': 'Client book renamed'},
+    )
+
+
+@scenario
+def datastore_crud():
+    return crud(
+        api.Datastore,
+        {'name': 'Client table', 'description': 'rows', 'data': [['a', 'b'], [1, 2]], 'date': '20221228'},
+        {'name': 'Client table 2', 'data': [['a'], [3]]},
+    )
+
+
+@scenario
+def file_base64_round_trip():
+    content = 'symbol,quantity\nAAPL,100\n\u00e9t\u00e9\n'.encode('utf-8') + bytes(range(256))
+    encoded = base64.b64encode(content).decode('ascii')
+    created = api.File.create(
+        workspace=WORKSPACE,
+        name='client.csv',
+        description='bytes',
+        content_type='application/octet-stream',
+        data=encoded,
+    )
+    retrieved = api.File.retrieve(created['id'], workspace=WORKSPACE)
+    check(base64.b64decode(retrieved['data']) == content, 'file bytes survive the round trip')
+    modified = api.File.modify(
+        created['id'],
+        workspace=WORKSPACE,
+        name='client2.csv',
+        description='bytes 2',
+        content_type='text/csv',
+        data=base64.b64encode(b'x,y\n1,2\n').decode('ascii'),
+    )
+    check(modified['name'] == 'client2.csv', 'file modify')
+    every = [f['id'] for f in api.File.auto_paging_iter(workspace=WORKSPACE, page_size=1)]
+    check(created['id'] in every, 'file auto_paging_iter')
+    removed = api.File.remove(created['id'], workspace=WORKSPACE)
+    check(removed['deleted'] is True, 'file remove')
+    return {'bytes': len(content)}
+
+
+@scenario
+def custom_index_crud():
+    symbol = 'CUSTOM:CLIENT%d' % os.getpid()
+    return crud(
+        api.CustomIndex,
+        {'symbol': symbol, 'name': 'Client index', 'data': [['20221227', 1.0], ['20221228', 1.01]]},
+        {'name': 'Client index 2', 'data': [['20221228', 1.02]]},
+        key='symbol',
+    )
+
+
+@scenario
+def private_security_crud():
+    symbol = 'PRIVATE:CLIENT%d' % os.getpid()
+    return crud(
+        api.PrivateSecurity,
+        {'symbol': symbol, 'name': 'Client security', 'type': 'EQUITY', 'data': {'price': 10}},
+        {'name': 'Client security 2'},
+        key='symbol',
+    )
+
+
+@scenario
+def report_share_and_remove():
+    report_id = os.environ['PAS_REPORT_ID']
+    report = api.Report.retrieve(report_id, workspace=WORKSPACE)
+    check(report['id'] == report_id, 'report retrieve')
+    shared = report.share(workspace=WORKSPACE)
+    check(shared['shared_url'].startswith('http'), 'report share gives a shared_url')
+    listed = [r['id'] for r in api.Report.auto_paging_iter(workspace=WORKSPACE, page_size=1)]
+    check(report_id in listed, 'report auto_paging_iter')
+    removed = api.Report.remove(report_id, workspace=WORKSPACE)
+    check(removed['deleted'] is True, 'report remove')
+    return {'shared_url': shared['shared_url'].split('?')[0]}
+
+
+BOOK = [
+    {'id': 'p1', 'symbol': 'AAPL', 'quantity': 100},
+    {'id': 'p2', 'symbol': 'JPM', 'quantity': 200},
+]
+
+
+@scenario
+def stress_test():
+    response = api.Calculation.stressTest(securities=BOOK, date='20221228', magnitude=-0.1)
+    result = response['stress_test']
+    check([r['id'] for r in result['results']] == ['p1', 'p2'], 'stress test results per position')
+    ev = sum(v['value'] for r in result['results'] for v in r['ev'])
+    check(ev < 0, 'a -10% shock loses money on a long book')
+    return {'ev': ev}
+
+
+@scenario
+def risk_attribution():
+    response = api.Calculation.riskAttribution(securities=BOOK, date='20221228', risk_measure='vol')
+    result = response['risk_attribution']
+    vol = sum(v['value'] for r in result['results'] for v in r['mctr'])
+    check(0 < vol < 1, 'annualised volatility of a stock book is between 0 and 1')
+    return {'vol': vol}
+
+
+@scenario
+def api_error_bodies():
+    try:
+        api.Portfolio.retrieve('port_' + 'x' * 25, workspace=WORKSPACE)
+        raise AssertionError('retrieve of a missing portfolio did not fail')
+    except APIError as error:
+        body = error_body(error)
+        check(body['code'] == 404 and isinstance(body['message'], str), '404 body is {code, message}')
+    try:
+        api.Portfolio.create(workspace=WORKSPACE, name='no securities')
+        raise AssertionError('create without securities did not fail')
+    except APIError as error:
+        body = error_body(error)
+        check(body['code'] == 400 and 'securities' in body['message'], '400 body names the field')
+    return {}
+
+
+@scenario
+def workflow_success():
+    workflow_id = os.environ['PAS_WORKFLOW_OK']
+    if CLIENT == 'legacy':
+        execution = api.Workflow.run(workflow_id, parameters={'amount': 21}, workspace=WORKSPACE)
+        check(execution['status'] == 'OK', 'a new run carries the legacy status OK')
+        ender = api.WorkflowExecution.syncronous_retrieve(
+            workflow_id, workflow_execution_id=execution['id'], workspace=WORKSPACE
+        )
+    else:
+        ender = api.Workflow.run_and_wait(
+            workflow_id, parameters={'amount': 21}, workspace=WORKSPACE, poll_interval=0.2, timeout=120
+        )
+    check(ender['result'] == {'doubled': 42}, 'the Ender result is the business output: %r' % (ender['result'],))
+    return {'result': ender['result']}
+
+
+@scenario
+def workflow_failure():
+    workflow_id = os.environ['PAS_WORKFLOW_FAIL']
+    if CLIENT == 'legacy':
+        execution = api.Workflow.run(workflow_id, parameters={}, workspace=WORKSPACE)
+        ender = api.WorkflowExecution.syncronous_retrieve(
+            workflow_id, workflow_execution_id=execution['id'], workspace=WORKSPACE
+        )
+        final = api.WorkflowExecution.retrieve(
+            workflow_id, workflow_execution_id=execution['id'], workspace=WORKSPACE
+        )
+        check(final['run_status'] == 'FAILED', 'the failed run reads FAILED')
+        return {'ender_status': ender['status']}
+    try:
+        api.Workflow.run_and_wait(workflow_id, parameters={}, workspace=WORKSPACE, poll_interval=0.2, timeout=120)
+    except WorkflowExecutionFailed as error:
+        return {'raised': str(error)[:200]}
+    raise AssertionError('run_and_wait of a failing workflow did not raise WorkflowExecutionFailed')
+
+
+sys.exit(0 if all(result['ok'] for result in RESULTS) else 1)
