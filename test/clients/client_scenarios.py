@@ -173,6 +173,8 @@ def report_share_and_remove():
     report_id = os.environ['PAS_REPORT_ID']
     report = api.Report.retrieve(report_id, workspace=WORKSPACE)
     check(report['id'] == report_id, 'report retrieve')
+    renamed = api.Report.modify(report_id, workspace=WORKSPACE, name='Client report renamed')
+    check(renamed['name'] == 'Client report renamed', 'report modify')
     shared = report.share(workspace=WORKSPACE)
     check(shared['shared_url'].startswith('http'), 'report share gives a shared_url')
     listed = [r['id'] for r in api.Report.auto_paging_iter(workspace=WORKSPACE, page_size=1)]
@@ -180,6 +182,15 @@ def report_share_and_remove():
     removed = api.Report.remove(report_id, workspace=WORKSPACE)
     check(removed['deleted'] is True, 'report remove')
     return {'shared_url': shared['shared_url'].split('?')[0]}
+
+
+@scenario
+def workflows_listed_and_retrieved():
+    ids = [w['id'] for w in api.Workflow.auto_paging_iter(workspace=WORKSPACE, page_size=1)]
+    check(os.environ['PAS_WORKFLOW_OK'] in ids, 'workflow auto_paging_iter')
+    workflow = api.Workflow.retrieve(os.environ['PAS_WORKFLOW_OK'], workspace=WORKSPACE)
+    check([w['type'] for w in workflow['workers']] == ['STARTER', 'ENDER'], 'workflow retrieve with workers')
+    return {'workflows': len(ids)}
 
 
 BOOK = [

@@ -34,6 +34,7 @@ const EXPECTED_SCENARIOS = [
   'custom_index_crud',
   'private_security_crud',
   'report_share_and_remove',
+  'workflows_listed_and_retrieved',
   'stress_test',
   'risk_attribution',
   'api_error_bodies',
