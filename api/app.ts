@@ -8,6 +8,7 @@ import type { SimulationEngine } from '../engine/calculations/simulation-engine'
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
 import errorHandler from './http/error-handler';
+import methodNotAllowed from './http/method-not-allowed';
 import openapi from './http/openapi';
 import requestEncoding from './http/request-encoding';
 import requestTiming from './http/request-timing';
@@ -81,6 +82,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   });
 
   await app.register(requestTiming);
+  await app.register(methodNotAllowed);
   await app.register(errorHandler, { db: deps.db, maxPayloadBytes: deps.config.maxPayloadBytes });
   await app.register(authentication, { db: deps.db, rateLimitPerMinute: deps.config.rateLimitPerMinute });
   await app.register(requestEncoding, { maxPayloadBytes: deps.config.maxPayloadBytes });

@@ -691,13 +691,17 @@ describe('audit logs', () => {
     });
 
     test.each(['POST', 'PUT', 'DELETE', 'PATCH'] as const)(
-      '%s on the audit routes → 404 JSON',
+      '%s on the audit routes → 405 JSON, Allow: GET, HEAD',
       async (method) => {
         for (const path of ['/v2/audit_logs', '/v2/audit_logs/all', `/v2/audit_logs/${record.id}`]) {
           const res = await call(method, path, account, method === 'DELETE' ? undefined : { activity: 'x' });
-          expect(res.statusCode).toBe(404);
+          expect(res.statusCode).toBe(405);
+          expect(res.headers.allow).toBe('GET, HEAD');
           expect(res.headers['content-type']).toMatch(/^application\/json/);
-          expect(res.json()).toEqual({ code: 404, message: `Not Found: ${method} ${path}` });
+          expect(res.json()).toEqual({
+            code: 405,
+            message: `Method ${method} is not allowed on ${path}: use GET, HEAD.`,
+          });
         }
         const after = await call('GET', `/v2/audit_logs/${record.id}`);
         expect(after.json().entity).toEqual(record);

@@ -104,3 +104,28 @@ describe('errors and response headers', () => {
     expect(page.headers['content-type']).toMatch(/text\/html/);
   });
 });
+
+describe('methods a known path does not have', () => {
+  const h = useTestApp();
+
+  test.each([
+    ['TRACE', '/v2/portfolios', 'GET, HEAD, POST'],
+    ['PATCH', '/v2/portfolios/port_aaaaaaaaaaaaaaaaaaaaaaaaa', 'DELETE, GET, HEAD, PUT'],
+    ['DELETE', '/v2/health_check', 'GET, HEAD'],
+    ['GET', '/v2/calculations/stress_test', 'POST'],
+  ])('%s %s → 405 with Allow: %s', async (method, url, allow) => {
+    const res = await h.app.inject({
+      method: method as 'GET',
+      url,
+      headers: { authorization: h.account.bearer },
+    });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe(allow);
+    expect(res.json()).toEqual({ code: 405, message: expect.stringContaining(allow) });
+  });
+
+  test('an unknown path stays a 404', async () => {
+    const res = await h.app.inject({ method: 'TRACE', url: '/v2/nothing_here' });
+    expect(res.statusCode).toBe(404);
+  });
+});

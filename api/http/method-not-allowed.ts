@@ -1,0 +1,52 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+
+interface KnownPath {
+  readonly pattern: RegExp;
+  readonly methods: Set<string>;
+}
+
+/** `/v2/portfolios/:id` → a RegExp matching one concrete path of that route. */
+function routePattern(url: string): RegExp {
+  const source = url
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${source}/?$`);
+}
+
+/**
+ * HTTP semantics for a known path asked with a method it does not have: 405 with `Allow` naming the
+ * methods it has, instead of the 404 of an unknown path. Routes are collected as they are declared,
+ * so the answer never drifts from the routes themselves.
+ */
+export default fp(
+  async function methodNotAllowed(app: FastifyInstance) {
+    const known = new Map<string, KnownPath>();
+    app.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      let entry = known.get(route.url);
+      if (!entry) {
+        entry = { pattern: routePattern(route.url), methods: new Set() };
+        known.set(route.url, entry);
+      }
+      for (const method of methods) entry.methods.add(method.toUpperCase());
+    });
+
+    app.decorate('allowedMethods', (path: string): string[] => {
+      const allowed = new Set<string>();
+      for (const entry of known.values()) {
+        if (entry.pattern.test(path)) for (const method of entry.methods) allowed.add(method);
+      }
+      return [...allowed].sort();
+    });
+  },
+  { name: 'method-not-allowed' },
+);
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The methods declared for the routes that match a concrete path (empty: an unknown path). */
+    allowedMethods(path: string): string[];
+  }
+}

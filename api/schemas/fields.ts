@@ -1,0 +1,103 @@
+/**
+ * The field shapes that requests share, declared once. Each is the rule the engine applies, written as
+ * JSON Schema so that validation, the OpenAPI document and contract tests (schemathesis) agree: a value
+ * these schemas accept is one the service accepts. Patterns are written for both JavaScript (Ajv, `u`
+ * flag) and Python (the clients' and schemathesis's `re`): plain character classes, no \p{…}, no
+ * lookarounds.
+ */
+import { type TSchema, Type } from '@sinclair/typebox';
+import { ID_PREFIXES, type IdKind } from '../../engine/ids';
+
+/** Neither NUL (PostgreSQL refuses it in text) nor an unpaired surrogate (no UTF-8 spelling). */
+const STORABLE_CHAR = '[^\\u0000\\ud800-\\udfff]';
+/** What JavaScript's String.prototype.trim removes, spelled out so Python reads it the same way. */
+const SPACE_CHARS = '\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+const VISIBLE_CHAR = `[^${SPACE_CHARS}\\u0000\\ud800-\\udfff]`;
+
+export const NAME_MAX = 200;
+export const DESCRIPTION_MAX = 500;
+export const TAGS_MAX = 32;
+
+/** Text PostgreSQL can store, `min` to `max` code points. */
+export function StorableText(options: { minLength?: number; maxLength?: number; description?: string } = {}) {
+  return Type.String({ ...options, pattern: `^${STORABLE_CHAR}*$` });
+}
+
+/** A name: 1 to 200 characters, not only spaces. */
+export const Name = Type.String({
+  minLength: 1,
+  maxLength: NAME_MAX,
+  pattern: `^${STORABLE_CHAR}*${VISIBLE_CHAR}${STORABLE_CHAR}*$`,
+  description: '1 to 200 characters.',
+});
+
+export const Description = StorableText({
+  maxLength: DESCRIPTION_MAX,
+  description: 'Up to 500 characters; #hashtags written here become tags.',
+});
+
+/**
+ * Tags as an array of strings, or (as some requests declare it and real clients send it) one string
+ * of space- or comma-separated tags. They are lower-cased, non-alphanumerics become `_`, and
+ * duplicates are dropped; at most 32 remain.
+ */
+export const Tags = Type.Union(
+  [
+    Type.Array(Type.String(), { maxItems: TAGS_MAX }),
+    Type.String({ description: 'Space- or comma-separated tags.' }),
+    Type.Null(),
+  ],
+  { description: 'At most 32 tags: an array of strings, or one space-separated string.' },
+);
+
+/** 29 February only in leap years; every other month with its own length. */
+const MONTH_DAY =
+  '(?:(?:0[13578]|1[02])(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)(?:0[1-9]|[12][0-9]|30)|02(?:0[1-9]|1[0-9]|2[0-8]))';
+const LEAP_YEAR = '(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)';
+export const DATE_PATTERN = `(?:[0-9]{4}${MONTH_DAY}|${LEAP_YEAR}0229)`;
+const TIME_PATTERN = '(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]';
+
+/** A calendar day, `YYYYMMDD`. */
+export const DateYmd = Type.String({ pattern: `^${DATE_PATTERN}$`, description: 'YYYYMMDD.' });
+export const NullableDate = Type.Union([DateYmd, Type.Null()], {
+  description: 'YYYYMMDD, or null: today.',
+});
+
+/** A period bound of the list and audit filters: a day, or a day and a time (UTC). */
+export const PeriodBound = Type.String({
+  pattern: `^${DATE_PATTERN}(?: ${TIME_PATTERN})?$`,
+  description: 'YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC, inclusive). URL-encode the space.',
+});
+
+/** A workspace name: no spaces, no control characters, 1 to 200 characters. */
+export const WorkspaceName = Type.String({
+  pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]{1,200}$`,
+  description: 'A workspace name (no spaces). Default main.',
+});
+
+/** An optional `workspace` (body field or query parameter); absent or empty means `main`. */
+export const WorkspaceParam = Type.Optional(
+  Type.Union([WorkspaceName, Type.Literal('')], { description: 'Default main.' }),
+);
+
+/** An id of `kind`: its prefix and 25 characters of [a-zA-Z0-9]. */
+export function EntityId(kind: IdKind, description?: string): TSchema {
+  return Type.String({
+    pattern: `^${ID_PREFIXES[kind]}[A-Za-z0-9]{25}$`,
+    description: description ?? `Prefix ${ID_PREFIXES[kind]} and 25 letters or digits.`,
+  });
+}
+
+/** `{ id }` path parameters holding an id of `kind`. */
+export function IdParams(kind: IdKind) {
+  return Type.Object({ id: EntityId(kind) });
+}
+
+/** Python clients send booleans as `True`/`False`; JSON clients as true/false. */
+export const LooseBoolean = Type.Union([
+  Type.Boolean(),
+  Type.String({ pattern: '^(true|false|True|False|TRUE|FALSE|1|0)$' }),
+]);
+
+/** ISO 4217: three capital letters. */
+export const CurrencyCode = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code.' });
