@@ -63,7 +63,16 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     genReqId: () => 'req_' + randomAlphanumeric(25),
     trustProxy: deps.config.trustProxy,
     ajv: {
-      customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false },
+      customOptions: {
+        coerceTypes: 'array',
+        useDefaults: true,
+        removeAdditional: false,
+        allErrors: false,
+        // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
+        verbose: true,
+        // `x-rule` words a pattern's rule for error messages (and is a valid OpenAPI extension).
+        keywords: ['x-rule'],
+      },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

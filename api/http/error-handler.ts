@@ -4,6 +4,7 @@ import { type AuditOperation, recordAudit } from '../../engine/audit/audit-trail
 import type { Database } from '../../engine/db/database';
 import { DomainError } from '../../engine/errors';
 import { isStorableText } from '../../engine/lists/storable-text';
+import { type ValidationIssue, validationMessage } from './validation-message';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
@@ -38,14 +39,13 @@ export function describeError(
     };
   }
   if (fastifyError.validation) {
-    const context = fastifyError.validationContext ? `${fastifyError.validationContext} ` : '';
-    const detail = fastifyError.validation
-      .map(
-        (issue) =>
-          `${issue.instancePath ? issue.instancePath.slice(1).replace(/\//g, '.') + ' ' : ''}${issue.message}`,
-      )
-      .join('; ');
-    return { status: 400, message: `Invalid request: ${context}${detail}`.trim() };
+    return {
+      status: 400,
+      message: validationMessage(
+        fastifyError.validationContext,
+        fastifyError.validation as unknown as ValidationIssue[],
+      ),
+    };
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

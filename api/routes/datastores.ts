@@ -8,6 +8,7 @@ import {
 } from '../../engine/datastores/datastore-store';
 import type { Database } from '../../engine/db/database';
 import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import { IdParams, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -48,9 +49,7 @@ const DatastoreCreated = Type.Object(
 );
 
 // Request bodies are validated in the engine (with messages naming the row or field); the schema documents them.
-const workspaceField = Type.Optional(
-  Type.String({ description: 'Default main; also accepted as a query parameter.' }),
-);
+const workspaceField = WorkspaceParam;
 const DatastoreBody = Type.Object({
   name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
   description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
@@ -65,7 +64,7 @@ const DatastoreBody = Type.Object({
   workspace: workspaceField,
 });
 
-const IdParam = Type.Object({ id: Type.String() });
+const IdParam = IdParams('datastore');
 const WorkspaceQuery = Type.Object({ workspace: workspaceField });
 const DatastoreReply = Type.Object({ datastore: Type.Ref('Datastore') });
 const tags = ['Datastores'];

@@ -27,6 +27,7 @@ import {
   receivePart,
   type UploadTarget,
 } from '../../engine/files/file-uploads';
+import { IdParams, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -74,9 +75,7 @@ const FileListItem = Type.Object(
 );
 
 const contentTypeList = (types: readonly string[]) => types.map((type) => `\`${type}\``).join(', ');
-const workspaceField = Type.Optional(
-  Type.String({ description: 'Default main; also accepted as a query parameter.' }),
-);
+const workspaceField = WorkspaceParam;
 // Request bodies are checked in the engine (messages name the field); the schema documents them.
 const fileBody = (operation: 'create' | 'update', types: readonly string[]) =>
   Type.Object({
@@ -177,7 +176,7 @@ const PartialReply = Type.Object(
   { title: 'FilePart' },
 );
 
-const IdParam = Type.Object({ id: Type.String() });
+const IdParam = IdParams('file');
 const WorkspaceQuery = Type.Object({ workspace: workspaceField });
 const RetrieveQuery = Type.Object({
   workspace: workspaceField,

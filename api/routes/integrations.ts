@@ -8,6 +8,7 @@ import { INTEGRATION } from '../../engine/integrations/integration-kind';
 import { createIntegration, deleteIntegration } from '../../engine/integrations/integration-store';
 import { receiveWebhook } from '../../engine/integrations/webhook-receiver';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { IdParams } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -40,7 +41,7 @@ const IntegrationBody = Type.Object({
   type: Type.Optional(Type.Unknown({ description: 'REQUIRED. WEBHOOK (the only type for now).' })),
 });
 
-const IdParam = Type.Object({ id: Type.String() });
+const IdParam = IdParams('integration');
 const IntegrationReply = Type.Object({ integration: Type.Ref('Integration') });
 const tags = ['Integrations'];
 const config = { auditEntity: 'Integration' } as const;
@@ -178,7 +179,8 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
           'Credentials: the Authorization header, or else `key=<AUTH_TOKEN>` on the query string (only this ' +
           'endpoint accepts `key`; a present header wins). The answer is 200 once the payload is stored; the ' +
           'message says how many runs started (a run the workflow engine refused is recorded as FAILED).',
-        params: IdParam,
+        // Any id: an unknown or malformed one is a 404, as the interface says of the webhook.
+        params: Type.Object({ id: Type.String() }),
         querystring: Type.Object({
           key: Type.Optional(
             Type.String({ description: 'Auth token of an API key, for senders that cannot set a header.' }),

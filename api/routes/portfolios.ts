@@ -8,15 +8,19 @@ import {
   PORTFOLIO,
   updatePortfolio,
 } from '../../engine/portfolios/portfolio-store';
-import { errorResponses, Timestamp } from '../schemas/common';
 import {
-  listQuerystring,
-  listReply,
-  listRequest,
+  CurrencyCode,
+  Description,
+  IdParams,
   LooseBoolean,
-  looseBoolean,
-  Nullable,
-} from '../schemas/entity-lists';
+  Name,
+  NullableDate,
+  Tags,
+  WorkspaceParam,
+} from '../schemas/fields';
+import { SECURITIES_MAX_WITH_NLV, SecurityInput } from '../schemas/security';
+import { errorResponses, Timestamp } from '../schemas/common';
+import { listQuerystring, listReply, listRequest, looseBoolean, Nullable } from '../schemas/entity-lists';
 
 const NullableNumber = Nullable(Type.Number());
 const NullableString = Nullable(Type.String());
@@ -61,26 +65,30 @@ const Portfolio = Type.Object(
   { $id: 'Portfolio', title: 'Portfolio' },
 );
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
-const SecurityInput = Type.Unknown({ description: 'A security object: id, symbol, quantity required.' });
-const PortfolioBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  date: Type.Optional(Type.Unknown({ description: 'YYYYMMDD or null (today).' })),
-  base_currency: Type.Optional(Type.Unknown({ description: 'Default USD.' })),
-  nlv: Type.Optional(Type.Unknown({ description: 'Null: calculated. With nlv, up to 3000 securities.' })),
-  securities: Type.Optional(
-    Type.Array(SecurityInput, { description: 'REQUIRED on create. At most 250 (3000 with nlv).' }),
+// The rules a schema cannot state stay in the engine: distinct position ids, 250 positions without nlv.
+const portfolioFields = {
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  date: Type.Optional(NullableDate),
+  base_currency: Type.Optional(Type.Union([CurrencyCode, Type.Null()], { description: 'Default USD.' })),
+  nlv: Type.Optional(
+    Type.Union([Type.Number(), Type.Null()], {
+      description: 'Null: calculated from the cash positions. With nlv, up to 3000 securities.',
+    }),
   ),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
+  securities: Type.Array(SecurityInput, {
+    maxItems: SECURITIES_MAX_WITH_NLV,
+    description: 'At most 250 securities, or 3000 when nlv is supplied.',
+  }),
+  tags: Type.Optional(Tags),
   with_securities: Type.Optional(LooseBoolean),
-  workspace: Type.Optional(Type.String({ description: 'Default main; also accepted on the query string.' })),
-});
+  workspace: WorkspaceParam,
+};
+const PortfolioCreate = Type.Object(portfolioFields, { description: 'name and securities are required.' });
+const PortfolioUpdate = Type.Partial(Type.Object(portfolioFields), { description: 'Every field optional.' });
 
-const IdParam = Type.Object({ id: Type.String() });
-const WorkspaceQuery = Type.Object({
-  workspace: Type.Optional(Type.String({ description: 'Default main.' })),
-});
+const IdParam = IdParams('portfolio');
+const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 
 // The create response leaves securities out when with_securities is false.
 const PortfolioCreated = Type.Object(
@@ -103,7 +111,7 @@ const portfolioRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
       schema: {
         tags,
         summary: 'Create a portfolio',
-        body: PortfolioBody,
+        body: PortfolioCreate,
         querystring: WorkspaceQuery,
         response: {
           200: Type.Object({ portfolio: Type.Ref('PortfolioCreated') }),
@@ -168,7 +176,7 @@ const portfolioRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
         tags,
         summary: 'Update a portfolio (every field optional)',
         params: IdParam,
-        body: PortfolioBody,
+        body: PortfolioUpdate,
         querystring: WorkspaceQuery,
         response: { 200: PortfolioReply, ...errorResponses(400, 404) },
       },

@@ -8,6 +8,7 @@ import {
   REPORT_TEMPLATE,
   updateReportTemplate,
 } from '../../engine/reports/report-template-store';
+import { IdParams, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -40,9 +41,7 @@ const ReportTemplate = Type.Object(
   { $id: 'ReportTemplate', title: 'ReportTemplate' },
 );
 
-const workspaceField = Type.Optional(
-  Type.String({ description: 'Default main; also accepted as a query parameter.' }),
-);
+const workspaceField = WorkspaceParam;
 
 // Request bodies are validated in the engine (with messages naming the field); the schema documents them.
 const ReportTemplateBody = Type.Object({
@@ -60,7 +59,7 @@ const ReportTemplateBody = Type.Object({
   workspace: workspaceField,
 });
 
-const IdParam = Type.Object({ id: Type.String() });
+const IdParam = IdParams('reportTemplate');
 const WorkspaceQuery = Type.Object({ workspace: workspaceField });
 const ReportTemplateReply = Type.Object({ report_template: Type.Ref('ReportTemplate') });
 const tags = ['Report templates'];

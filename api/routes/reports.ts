@@ -12,6 +12,7 @@ import {
   shareView,
   updateReport,
 } from '../../engine/reports/report-store';
+import { IdParams, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -71,9 +72,7 @@ const SharedReport = Type.Object(
   },
 );
 
-const workspaceField = Type.Optional(
-  Type.String({ description: 'Default main; also accepted as a query parameter.' }),
-);
+const workspaceField = WorkspaceParam;
 
 // Request bodies are validated in the engine (with messages naming the field); the schema documents them.
 const ReportBody = Type.Object({
@@ -116,7 +115,7 @@ const ShareQuery = Type.Object({
   workspace: workspaceField,
 });
 
-const IdParam = Type.Object({ id: Type.String() });
+const IdParam = IdParams('report');
 const WorkspaceQuery = Type.Object({ workspace: workspaceField });
 const ReportReply = Type.Object({ report: Type.Ref('Report') });
 const tags = ['Reports'];

@@ -9,6 +9,7 @@ import {
   updateUserApp,
   USER_APP,
 } from '../../engine/user-apps/user-app-store';
+import { IdParams } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -47,7 +48,7 @@ const IgnoredWorkspace = Type.Optional(
     description: 'Accepted and ignored: user apps belong to the account, alike from every workspace.',
   }),
 );
-const IdParam = Type.Object({ id: Type.String({ description: 'uapp_…' }) });
+const IdParam = IdParams('userApp');
 const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
 const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
 const UserAppReply = Type.Object({ user_app: Type.Ref('UserApp') });

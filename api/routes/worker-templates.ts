@@ -11,6 +11,7 @@ import {
   updateWorkerTemplate,
   WORKER_TEMPLATE,
 } from '../../engine/worker-templates/worker-template-store';
+import { IdParams } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -121,7 +122,7 @@ const PublishBody = Type.Object({
 const IgnoredWorkspace = Type.Optional(
   Type.String({ description: 'Accepted and ignored: worker templates belong to the account.' }),
 );
-const IdParam = Type.Object({ id: Type.String({ description: 'wtpl_…' }) });
+const IdParam = IdParams('workerTemplate');
 const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
 const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
 const WorkerTemplateReply = Type.Object({ worker_template: Type.Ref('WorkerTemplate') });

@@ -18,6 +18,7 @@ import {
   updateWorkflowWithSchedule,
 } from '../../engine/workflows/workflow-schedules';
 import { WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
+import { IdParams, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -210,9 +211,9 @@ const GroupedWorkerExecutions = Type.Object(
   { $id: 'GroupedWorkerExecutions', title: 'GroupedWorkerExecutions' },
 );
 
-const workspaceField = Type.Optional(Type.String({ default: 'main' }));
-const IdParam = Type.Object({ id: Type.String() });
-const WorkspaceQuery = Type.Object({ workspace: Type.Optional(Type.String()) });
+const workspaceField = WorkspaceParam;
+const IdParam = IdParams('workflow');
+const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 const WorkflowReply = Type.Object({ workflow: Type.Ref('Workflow') });
 const tags = ['Workflows'];
 const config = { auditEntity: 'Workflow' } as const;

@@ -27,7 +27,12 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   return out;
 }
 
-export const PageSize = Type.Integer({ minimum: 1, maximum: 100, default: 10, description: '1 to 100.' });
+export const PageSize = Type.Integer({
+  minimum: 1,
+  maximum: 100,
+  'x-rule': 'an integer from 1 to 100',
+  description: '1 to 100, default 10.',
+});
 export const PageToken = Type.String({ description: 'The next_page_token of the previous response.' });
 export const NextPageToken = Type.Union([Type.String(), Type.Null()], {
   description: 'Cursor of the next page; null on the last page.',

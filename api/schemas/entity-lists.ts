@@ -1,32 +1,45 @@
 import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import type { ListRequest } from '../../engine/lists/list-query';
-import { NextPageToken } from './common';
+import { NextPageToken, PageSize } from './common';
+import { PeriodBound, StorableText, WorkspaceParam } from './fields';
 
 /** The list parameters every list takes; `workspace` too for workspace-bound kinds. */
 export function listQuerystring(workspaceBound: boolean) {
   return Type.Object({
     query: Type.Optional(
-      Type.String({
+      StorableText({
+        maxLength: 10_000,
         description:
           'An entity id; `#tag1 tag2` (every tag); `&<link_uid>`; a JSON object {filters, order, projection, distinct_on, page_size}; or a name prefix. URL-encode it.',
       }),
     ),
-    page_size: Type.Optional(Type.String({ description: '1 to 100, default 10.' })),
+    page_size: Type.Optional(PageSize),
     page_token: Type.Optional(Type.String({ description: 'The next_page_token of the previous response.' })),
-    start: Type.Optional(Type.String({ description: 'YYYYMMDD or "YYYYMMDD HH:MM:SS", UTC, inclusive.' })),
-    end: Type.Optional(Type.String({ description: 'YYYYMMDD or "YYYYMMDD HH:MM:SS", UTC, inclusive.' })),
-    date_time: Type.Optional(Type.String({ description: 'Sets start and end to the same value.' })),
+    start: Type.Optional(PeriodBound),
+    end: Type.Optional(PeriodBound),
+    date_time: Type.Optional(PeriodBound),
     period_field: Type.Optional(
-      Type.String({ description: '`date` (default where entities have one) or `updated_on`.' }),
+      Type.Union([Type.Literal('date'), Type.Literal('updated_on'), Type.Literal('')], {
+        description: '`date` (default where entities have one) or `updated_on`.',
+      }),
     ),
-    ...(workspaceBound ? { workspace: Type.Optional(Type.String({ default: 'main' })) } : {}),
+    ...(workspaceBound ? { workspace: WorkspaceParam } : {}),
   });
 }
 
-export function listRequest(query: Record<string, string | undefined>): ListRequest & { workspace?: string } {
+export function listRequest(query: {
+  query?: string;
+  page_size?: number | string;
+  page_token?: string;
+  start?: string;
+  end?: string;
+  date_time?: string;
+  period_field?: string;
+  workspace?: string;
+}): ListRequest & { workspace?: string } {
   return {
     query: query.query ?? null,
-    page_size: query.page_size ?? null,
+    page_size: query.page_size === undefined ? null : String(query.page_size),
     page_token: query.page_token ?? null,
     start: query.start ?? null,
     end: query.end ?? null,
@@ -43,11 +56,7 @@ export function listReply<T extends TProperties>(plural: string, item: TObject<T
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-/** Python clients send booleans as `True`/`False`; JSON clients as true/false. */
-export const LooseBoolean = Type.Union([
-  Type.Boolean(),
-  Type.String({ pattern: '^(true|false|True|False|TRUE|FALSE|1|0)$' }),
-]);
+export { LooseBoolean } from './fields';
 
 export function looseBoolean(value: boolean | string | undefined, fallback: boolean): boolean {
   if (value === undefined) return fallback;

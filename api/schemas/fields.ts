@@ -5,13 +5,14 @@
  * flag) and Python (the clients' and schemathesis's `re`): plain character classes, no \p{…}, no
  * lookarounds.
  */
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type TString, Type } from '@sinclair/typebox';
 import { ID_PREFIXES, type IdKind } from '../../engine/ids';
 
 /** Neither NUL (PostgreSQL refuses it in text) nor an unpaired surrogate (no UTF-8 spelling). */
 const STORABLE_CHAR = '[^\\u0000\\ud800-\\udfff]';
 /** What JavaScript's String.prototype.trim removes, spelled out so Python reads it the same way. */
-const SPACE_CHARS = '\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+const SPACE_CHARS =
+  '\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 const VISIBLE_CHAR = `[^${SPACE_CHARS}\\u0000\\ud800-\\udfff]`;
 
 export const NAME_MAX = 200;
@@ -20,7 +21,11 @@ export const TAGS_MAX = 32;
 
 /** Text PostgreSQL can store, `min` to `max` code points. */
 export function StorableText(options: { minLength?: number; maxLength?: number; description?: string } = {}) {
-  return Type.String({ ...options, pattern: `^${STORABLE_CHAR}*$` });
+  return Type.String({
+    ...options,
+    pattern: `^${STORABLE_CHAR}*$`,
+    'x-rule': 'text without NUL characters or unpaired surrogates',
+  });
 }
 
 /** A name: 1 to 200 characters, not only spaces. */
@@ -28,6 +33,7 @@ export const Name = Type.String({
   minLength: 1,
   maxLength: NAME_MAX,
   pattern: `^${STORABLE_CHAR}*${VISIBLE_CHAR}${STORABLE_CHAR}*$`,
+  'x-rule': 'a name of 1 to 200 characters, not only spaces, without NUL characters',
   description: '1 to 200 characters.',
 });
 
@@ -58,7 +64,11 @@ export const DATE_PATTERN = `(?:[0-9]{4}${MONTH_DAY}|${LEAP_YEAR}0229)`;
 const TIME_PATTERN = '(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]';
 
 /** A calendar day, `YYYYMMDD`. */
-export const DateYmd = Type.String({ pattern: `^${DATE_PATTERN}$`, description: 'YYYYMMDD.' });
+export const DateYmd = Type.String({
+  pattern: `^${DATE_PATTERN}$`,
+  'x-rule': 'a date in the format YYYYMMDD',
+  description: 'YYYYMMDD.',
+});
 export const NullableDate = Type.Union([DateYmd, Type.Null()], {
   description: 'YYYYMMDD, or null: today.',
 });
@@ -66,24 +76,31 @@ export const NullableDate = Type.Union([DateYmd, Type.Null()], {
 /** A period bound of the list and audit filters: a day, or a day and a time (UTC). */
 export const PeriodBound = Type.String({
   pattern: `^${DATE_PATTERN}(?: ${TIME_PATTERN})?$`,
+  'x-rule': 'YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), a real day and time',
   description: 'YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC, inclusive). URL-encode the space.',
 });
 
 /** A workspace name: no spaces, no control characters, 1 to 200 characters. */
 export const WorkspaceName = Type.String({
   pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]{1,200}$`,
-  description: 'A workspace name (no spaces). Default main.',
+  'x-rule': 'a workspace name without spaces',
+  description: 'A workspace name (no spaces).',
 });
 
 /** An optional `workspace` (body field or query parameter); absent or empty means `main`. */
 export const WorkspaceParam = Type.Optional(
-  Type.Union([WorkspaceName, Type.Literal('')], { description: 'Default main.' }),
+  Type.String({
+    pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]{0,200}$`,
+    'x-rule': 'a workspace name without spaces',
+    description: 'A workspace name (no spaces). Default main.',
+  }),
 );
 
 /** An id of `kind`: its prefix and 25 characters of [a-zA-Z0-9]. */
-export function EntityId(kind: IdKind, description?: string): TSchema {
+export function EntityId(kind: IdKind, description?: string): TString {
   return Type.String({
     pattern: `^${ID_PREFIXES[kind]}[A-Za-z0-9]{25}$`,
+    'x-rule': `an id: ${ID_PREFIXES[kind]} and 25 letters or digits`,
     description: description ?? `Prefix ${ID_PREFIXES[kind]} and 25 letters or digits.`,
   });
 }
@@ -96,8 +113,12 @@ export function IdParams(kind: IdKind) {
 /** Python clients send booleans as `True`/`False`; JSON clients as true/false. */
 export const LooseBoolean = Type.Union([
   Type.Boolean(),
-  Type.String({ pattern: '^(true|false|True|False|TRUE|FALSE|1|0)$' }),
+  Type.String({ pattern: '^(true|false|True|False|TRUE|FALSE|1|0)$', 'x-rule': 'true or false' }),
 ]);
 
 /** ISO 4217: three capital letters. */
-export const CurrencyCode = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code.' });
+export const CurrencyCode = Type.String({
+  pattern: '^[A-Z]{3}$',
+  'x-rule': 'a 3-letter ISO 4217 currency code',
+  description: 'ISO 4217 code.',
+});

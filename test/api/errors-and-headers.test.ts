@@ -78,7 +78,7 @@ describe('errors and response headers', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({
       code: 400,
-      message: "Invalid request: body must have required property 'name'",
+      message: 'name is required.',
     });
   });
 

@@ -72,7 +72,7 @@ describe('integrations', () => {
     expect(await h.db('entities').where({ kind: 'integration' }).count({ n: '*' })).toEqual(before);
   });
 
-  test('retrieve → 200; unknown, malformed or another account’s id → 404', async () => {
+  test('retrieve → 200; unknown or another account’s id → 404; a malformed id → 400', async () => {
     const created = await create({ name: 'Retrievable', type: 'WEBHOOK' });
     const res = await call('GET', `/v2/integrations/${created.id}`);
     expect(res.statusCode).toBe(200);
@@ -81,7 +81,11 @@ describe('integrations', () => {
     const missing = await call('GET', `/v2/integrations/${unknown}`);
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toEqual({ code: 404, message: `Integration ${unknown} not found.` });
-    expect((await call('GET', '/v2/integrations/intg_nope')).statusCode).toBe(404);
+    const malformed = await call('GET', '/v2/integrations/intg_nope');
+    expect(malformed.json()).toEqual({
+      code: 400,
+      message: 'id must be an id: intg_ and 25 letters or digits.',
+    });
     expect((await call('GET', `/v2/integrations/${created.id}`, undefined, other)).statusCode).toBe(404);
   });
 
@@ -149,7 +153,7 @@ describe('integrations', () => {
     expect(res.json()).toEqual({ integration: { deleted: true, id: created.id, name: 'Short lived' } });
     expect((await call('GET', `/v2/integrations/${created.id}`)).statusCode).toBe(404);
     expect((await call('DELETE', `/v2/integrations/${created.id}`)).statusCode).toBe(404);
-    expect((await call('DELETE', '/v2/integrations/intg_bad')).statusCode).toBe(404);
+    expect((await call('DELETE', '/v2/integrations/intg_bad')).statusCode).toBe(400);
     expect(await payloadsOf(created.id)).toBe(0);
     const audit = await h
       .db('audit_logs')

@@ -655,27 +655,31 @@ describe('list queries (portfolios)', () => {
       [
         'ISO date',
         { start: '2024-01-01' },
-        'start must be YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), got "2024-01-01".',
+        'start must be YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), a real day and time.',
       ],
       [
         'no such day',
         { end: '20240230' },
-        'end must be YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), got "20240230".',
+        'end must be YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), a real day and time.',
       ],
       ['T separator', { date_time: '20240101T100000' }, /^date_time must be YYYYMMDD/],
       ['7 digits', { start: '2024010' }, /^start must be YYYYMMDD/],
       [
         'hour 24',
         { start: '20240101 24:00:00', period_field: 'updated_on' },
-        'start has an invalid time of day: "20240101 24:00:00".',
+        'start must be YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), a real day and time.',
       ],
       ['start after end', { start: '20240102', end: '20240101' }, 'start must not be after end.'],
       [
         'period_field',
         { period_field: 'created', start: '20240101' },
-        'period_field must be date or updated_on.',
+        'period_field must be one of "date", "updated_on", "".',
       ],
-      ['NUL in a name search', { query: 'a\u0000' }, 'query holds a NUL character or an unpaired surrogate.'],
+      [
+        'NUL in a name search',
+        { query: 'a\u0000' },
+        'query must be text without NUL characters or unpaired surrogates.',
+      ],
       [
         'NUL in a filter value',
         { query: { filters: [['name', '=', 'a\u0000']] } },

@@ -75,14 +75,14 @@ describe('portfolios', () => {
   });
 
   test.each([
-    [{ securities: [] }, 'name is required: a string of 1 to 200 characters.'],
-    [{ name: 'x' }, 'securities is required (an array, possibly empty).'],
-    [{ name: 'x', securities: [{ symbol: 'A', quantity: 1 }] }, 'securities[0].id is required (a string).'],
-    [{ name: 'x', securities: [{ id: 'a', quantity: 1 }] }, 'securities[0].symbol is required (a string).'],
-    [{ name: 'x', securities: [{ id: 'a', symbol: 'A' }] }, 'securities[0].quantity is required (a number).'],
+    [{ securities: [] }, 'name is required.'],
+    [{ name: 'x' }, 'securities is required.'],
+    [{ name: 'x', securities: [{ symbol: 'A', quantity: 1 }] }, 'securities[0].id is required.'],
+    [{ name: 'x', securities: [{ id: 'a', quantity: 1 }] }, 'securities[0].symbol is required.'],
+    [{ name: 'x', securities: [{ id: 'a', symbol: 'A' }] }, 'securities[0].quantity is required.'],
     [
       { name: 'x', securities: [{ id: 'a', symbol: 'A', quantity: 1, status: 'BAD' }] },
-      'securities[0].status must be one of OK, ERROR, UNHEALTHY.',
+      'securities[0].status must be one of "OK", "ERROR", "UNHEALTHY", null.',
     ],
     [
       { name: 'x', securities: [{ id: 'a', symbol: 'A', quantity: 1, isin: 'SHORT' }] },
@@ -97,14 +97,14 @@ describe('portfolios', () => {
       'base_currency must be a 3-letter ISO 4217 currency code.',
     ],
     [{ name: 'x', securities: [], date: '20230231' }, 'date must be a date in the format YYYYMMDD.'],
-    [{ name: 'x'.repeat(201), securities: [] }, 'name is required: a string of 1 to 200 characters.'],
+    [{ name: 'x'.repeat(201), securities: [] }, 'name must be at most 200 characters long.'],
     [
       { name: 'x', description: 'd'.repeat(501), securities: [] },
-      'description must be at most 500 characters.',
+      'description must be at most 500 characters long.',
     ],
     [
       { name: 'x', securities: [], tags: Array.from({ length: 33 }, (_, i) => `t${i}`) },
-      'At most 32 tags are allowed, got 33.',
+      'tags must hold at most 32 items.',
     ],
   ])('invalid %j → 400, nothing stored', async (body, message) => {
     const before = await h.db('entities').count({ n: '*' }).first();
@@ -131,7 +131,7 @@ describe('portfolios', () => {
       nlv: 1e6,
       securities: many(3001),
     });
-    expect(tooBig.json()).toEqual({ code: 400, message: 'At most 3000 securities are allowed, got 3001.' });
+    expect(tooBig.json()).toEqual({ code: 400, message: 'securities must hold at most 3000 items.' });
   });
 
   test('retrieve, update (version bumps), list without securities, delete', async () => {

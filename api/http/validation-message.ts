@@ -1,0 +1,135 @@
+/**
+ * Turns Ajv's validation errors into one message a client can act on: the field by its wire name
+ * (`securities[2].quantity`, `page_size`) and the rule it broke, in words, never raw Ajv text or regexes.
+ */
+
+export interface ValidationIssue {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+  /** Present because the app's Ajv runs with `verbose: true`. */
+  schemaPath?: string;
+  data?: unknown;
+  parentSchema?: {
+    description?: string;
+    'x-rule'?: string;
+    anyOf?: Array<{ const?: unknown; type?: string }>;
+  };
+}
+
+/** `/securities/2/quantity` → `securities[2].quantity`. */
+function fieldName(instancePath: string, missing?: string): string {
+  const parts = instancePath.split('/').slice(1);
+  if (missing !== undefined) parts.push(missing);
+  let out = '';
+  for (const part of parts) {
+    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(key) ? `[${key}]` : out === '' ? key : `.${key}`;
+  }
+  return out;
+}
+
+function allowedValues(issue: ValidationIssue): string | null {
+  const options = issue.parentSchema?.anyOf;
+  if (!options || !options.every((option) => 'const' in option || option.type === 'null')) return null;
+  return options.map((option) => ('const' in option ? JSON.stringify(option.const) : 'null')).join(', ');
+}
+
+function rule(issue: ValidationIssue): string {
+  const p = issue.params;
+  // A schema that words its own rule says it best, whichever keyword failed.
+  const worded = issue.parentSchema?.['x-rule'];
+  if (
+    worded &&
+    !['minLength', 'maxLength', 'minItems', 'maxItems', 'additionalProperties'].includes(issue.keyword)
+  )
+    return `must be ${worded}`;
+  const description = issue.parentSchema?.['x-rule'] ?? issue.parentSchema?.description;
+  switch (issue.keyword) {
+    case 'type':
+      return `must be ${p.type === 'integer' ? 'an integer' : `of type ${String(p.type)}`}`;
+    case 'minLength':
+      return Number(p.limit) === 1
+        ? 'must not be empty'
+        : `must be at least ${String(p.limit)} characters long`;
+    case 'maxLength':
+      return `must be at most ${String(p.limit)} characters long`;
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return `must be ${String(p.comparison)} ${String(p.limit)}`;
+    case 'minItems':
+      return `must hold at least ${String(p.limit)} items`;
+    case 'maxItems':
+      return `must hold at most ${String(p.limit)} items`;
+    case 'pattern':
+    case 'format':
+      return description ? `must be ${description.replace(/\.$/, '')}` : 'is not in the expected format';
+    case 'enum':
+      return `must be one of ${((p.allowedValues as unknown[]) ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `must be ${JSON.stringify(p.allowedValue)}`;
+    case 'anyOf': {
+      const values = allowedValues(issue);
+      if (values) return `must be one of ${values}`;
+      return description ? `must be ${description.replace(/\.$/, '')}` : 'has an unexpected type or form';
+    }
+    case 'additionalProperties':
+      return `does not take the property ${String(p.additionalProperty)}`;
+    default:
+      return issue.message ?? 'is invalid';
+  }
+}
+
+/**
+ * One sentence for the first thing wrong. Ajv reports a union's branches before the union itself;
+ * the union's own error (with every allowed form) says more than any one branch's.
+ */
+export function validationMessage(context: string | undefined, issues: ValidationIssue[]): string {
+  const issue = mostTelling(issues);
+  if (!issue) return 'Invalid request.';
+  if (issue.keyword === 'required') {
+    const field = fieldName(issue.instancePath, String(issue.params.missingProperty));
+    return `${field} is required${context === 'querystring' ? ' (query parameter)' : ''}.`;
+  }
+  const field = fieldName(issue.instancePath);
+  if (field === '') {
+    const what =
+      context === 'body' ? 'The request body' : context === 'params' ? 'The path' : 'The query string';
+    return `${what} ${rule(issue)}.`;
+  }
+  return `${field} ${rule(issue)}.`;
+}
+
+/**
+ * Ajv reports a union's branches before the union itself. A union of constants is best told by the
+ * union (every allowed value); a value-or-null union by its one real branch (why the value failed).
+ */
+function mostTelling(issues: ValidationIssue[]): ValidationIssue | undefined {
+  const union = issues.find((issue) => issue.keyword === 'anyOf');
+  if (!union) return issues[0];
+  const options = union.parentSchema?.anyOf ?? [];
+  if (allowedValues(union)) return union;
+  // The branch written for the value's own JSON type tells why that value failed.
+  const kind = jsonType(union.data);
+  const matching = options.filter(
+    (option) => option.type === kind || (kind === 'integer' && option.type === 'number'),
+  );
+  if (matching.length === 1 && union.schemaPath) {
+    const prefix = `${union.schemaPath}/${options.indexOf(matching[0]!)}/`;
+    const branch = issues.find(
+      (issue) => issue.instancePath.startsWith(union.instancePath) && issue.schemaPath?.startsWith(prefix),
+    );
+    if (branch) return branch;
+  }
+  return union;
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
