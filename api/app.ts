@@ -1,3 +1,4 @@
+import { AjvCompiler } from '@fastify/ajv-compiler';
 import compress from '@fastify/compress';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -42,6 +43,36 @@ export interface AppDependencies {
   logger?: FastifyServerOptions['logger'];
 }
 
+const AJV_OPTIONS = {
+  useDefaults: true,
+  removeAdditional: false,
+  allErrors: false,
+  // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
+  verbose: true,
+  // `x-rule` words a pattern's rule for error messages (and is a valid OpenAPI extension).
+  keywords: ['x-rule'],
+};
+
+/**
+ * Query strings, paths and headers are text, so their values are coerced to the declared types ("10"
+ * to 10). A JSON body already carries its types: coercing it would accept `false` as the name "false"
+ * or "" as null, which the document does not allow.
+ */
+function validatorsByPart() {
+  const pool = AjvCompiler();
+  type Compile = ReturnType<typeof pool>;
+  return (externalSchemas: unknown, options?: { customOptions?: object }) => {
+    const build = (coerceTypes: 'array' | false): Compile =>
+      pool(externalSchemas as never, {
+        customOptions: { ...options?.customOptions, ...AJV_OPTIONS, coerceTypes },
+      });
+    const text = build('array');
+    const json = build(false);
+    return ((route: { httpPart?: string }) =>
+      route.httpPart === 'body' ? json(route as never) : text(route as never)) as Compile;
+  };
+}
+
 /** Never let a credential reach the log: the webhook's `key` rides on the query string. */
 function redactedUrl(url: string): string {
   return url.replace(/([?&]key=)[^&]*/gi, '$1[REDACTED]');
@@ -62,18 +93,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     bodyLimit: deps.config.maxPayloadBytes,
     genReqId: () => 'req_' + randomAlphanumeric(25),
     trustProxy: deps.config.trustProxy,
-    ajv: {
-      customOptions: {
-        coerceTypes: 'array',
-        useDefaults: true,
-        removeAdditional: false,
-        allErrors: false,
-        // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
-        verbose: true,
-        // `x-rule` words a pattern's rule for error messages (and is a valid OpenAPI extension).
-        keywords: ['x-rule'],
-      },
-    },
+    schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Real clients (the PyPI `everysk` packages) send `Content-Type: application/json` on every request,

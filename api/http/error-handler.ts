@@ -92,17 +92,7 @@ export default fp(
     });
 
     app.setNotFoundHandler(async (request, reply) => {
-      const path = request.url.split('?')[0] ?? '';
-      const allowed = app.allowedMethods(path);
-      if (allowed.length > 0) {
-        return reply
-          .code(405)
-          .header('allow', allowed.join(', '))
-          .send({
-            code: 405,
-            message: `Method ${request.method} is not allowed on ${path}: use ${allowed.join(', ')}.`,
-          });
-      }
+      const path = request.url.split('?')[0];
       return reply.code(404).send({ code: 404, message: `Not Found: ${request.method} ${path}` });
     });
 

@@ -33,20 +33,29 @@ export default fp(
       for (const method of methods) entry.methods.add(method.toUpperCase());
     });
 
-    app.decorate('allowedMethods', (path: string): string[] => {
+    const allowedMethods = (path: string): string[] => {
       const allowed = new Set<string>();
       for (const entry of known.values()) {
         if (entry.pattern.test(path)) for (const method of entry.methods) allowed.add(method);
       }
       return [...allowed].sort();
+    };
+
+    // Answered before the body is read: a method Fastify expects a body for (QUERY) would otherwise
+    // be refused for its missing Content-Type before the path is known to lack it.
+    app.addHook('onRequest', async (request, reply) => {
+      if (!request.is404) return;
+      const path = request.url.split('?')[0] ?? '';
+      const allowed = allowedMethods(path);
+      if (allowed.length === 0) return;
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send({
+          code: 405,
+          message: `Method ${request.method} is not allowed on ${path}: use ${allowed.join(', ')}.`,
+        });
     });
   },
   { name: 'method-not-allowed' },
 );
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The methods declared for the routes that match a concrete path (empty: an unknown path). */
-    allowedMethods(path: string): string[];
-  }
-}

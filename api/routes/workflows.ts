@@ -33,7 +33,9 @@ const NullableNumber = Nullable(Type.Number());
 /** Null first: with type coercion on, a null tried against a string first would become "". */
 const OrNull = <T extends TSchema>(schema: T) => Type.Union([Type.Null(), schema]);
 const WorkerId = Type.String({ description: 'wrkr_ plus 25 letters or digits.' });
-const Edge = Type.Array(WorkerId, { description: 'One worker id (a bare id is accepted too).' });
+const Edge = Type.Union([Type.Array(WorkerId), WorkerId], {
+  description: 'A list of worker ids (a bare id is accepted too).',
+});
 
 const WorkerNode = Type.Object(
   {

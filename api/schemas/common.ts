@@ -21,7 +21,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 /** The error responses a route can give, each `{code, message}`, for validation-free OpenAPI docs. */
 export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   const out: Record<number, TSchema> = {};
-  for (const status of [401, 429, ...statuses]) {
+  // Every route validates its parameters, so every route can answer 400.
+  for (const status of [400, 401, 429, ...statuses]) {
     out[status] = Type.Ref('Error', { description: ERROR_DESCRIPTIONS[status] ?? 'Error' });
   }
   return out;

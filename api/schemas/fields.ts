@@ -8,12 +8,15 @@
 import { type TString, Type } from '@sinclair/typebox';
 import { ID_PREFIXES, type IdKind } from '../../engine/ids';
 
-/** Neither NUL (PostgreSQL refuses it in text) nor an unpaired surrogate (no UTF-8 spelling). */
-const STORABLE_CHAR = '[^\\u0000\\ud800-\\udfff]';
+/**
+ * No NUL (PostgreSQL refuses it in text). Unpaired surrogates, which have no UTF-8 spelling either, are
+ * refused by the service itself: a surrogate range in a pattern is more than Python's `re` will read.
+ */
+const STORABLE_CHAR = '[^\\u0000]';
 /** What JavaScript's String.prototype.trim removes, spelled out so Python reads it the same way. */
 const SPACE_CHARS =
   '\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
-const VISIBLE_CHAR = `[^${SPACE_CHARS}\\u0000\\ud800-\\udfff]`;
+const VISIBLE_CHAR = `[^${SPACE_CHARS}\\u0000]`;
 
 export const NAME_MAX = 200;
 export const DESCRIPTION_MAX = 500;
@@ -82,7 +85,7 @@ export const PeriodBound = Type.String({
 
 /** A workspace name: no spaces, no control characters, 1 to 200 characters. */
 export const WorkspaceName = Type.String({
-  pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]{1,200}$`,
+  pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f]{1,200}$`,
   'x-rule': 'a workspace name without spaces',
   description: 'A workspace name (no spaces).',
 });
@@ -90,7 +93,7 @@ export const WorkspaceName = Type.String({
 /** An optional `workspace` (body field or query parameter); absent or empty means `main`. */
 export const WorkspaceParam = Type.Optional(
   Type.String({
-    pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]{0,200}$`,
+    pattern: `^[^${SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f]{0,200}$`,
     'x-rule': 'a workspace name without spaces',
     description: 'A workspace name (no spaces). Default main.',
   }),

@@ -113,6 +113,7 @@ describe('methods a known path does not have', () => {
     ['PATCH', '/v2/portfolios/port_aaaaaaaaaaaaaaaaaaaaaaaaa', 'DELETE, GET, HEAD, PUT'],
     ['DELETE', '/v2/health_check', 'GET, HEAD'],
     ['GET', '/v2/calculations/stress_test', 'POST'],
+    ['QUERY', '/v2/portfolios/port_aaaaaaaaaaaaaaaaaaaaaaaaa', 'DELETE, GET, HEAD, PUT'],
   ])('%s %s → 405 with Allow: %s', async (method, url, allow) => {
     const res = await h.app.inject({
       method: method as 'GET',

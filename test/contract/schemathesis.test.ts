@@ -47,6 +47,7 @@ describe('schemathesis against the served OpenAPI document', () => {
       'all',
       '--no-color',
     ];
+    mkdirSync(ARTIFACTS, { recursive: true });
     let output = '';
     let code = 0;
     try {
@@ -54,6 +55,8 @@ describe('schemathesis against the served OpenAPI document', () => {
         timeout: 290_000,
         maxBuffer: 64 * 1024 * 1024,
         env: { ...process.env, PYTHONUNBUFFERED: '1' },
+        // Its example database stays with the other test artifacts, out of the work tree.
+        cwd: ARTIFACTS,
       });
       output = stdout + stderr;
     } catch (error) {
