@@ -36,6 +36,16 @@ function allowedValues(issue: ValidationIssue): string | null {
   return options.map((option) => ('const' in option ? JSON.stringify(option.const) : 'null')).join(', ');
 }
 
+const TYPE_WORDS: Record<string, string> = {
+  integer: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'a boolean',
+  array: 'an array',
+  object: 'an object',
+  null: 'null',
+};
+
 function rule(issue: ValidationIssue): string {
   const p = issue.params;
   // A schema that words its own rule says it best, whichever keyword failed.
@@ -48,7 +58,7 @@ function rule(issue: ValidationIssue): string {
   const description = issue.parentSchema?.['x-rule'] ?? issue.parentSchema?.description;
   switch (issue.keyword) {
     case 'type':
-      return `must be ${p.type === 'integer' ? 'an integer' : `of type ${String(p.type)}`}`;
+      return `must be ${TYPE_WORDS[String(p.type)] ?? `of type ${String(p.type)}`}`;
     case 'minLength':
       return Number(p.limit) === 1
         ? 'must not be empty'
@@ -74,7 +84,7 @@ function rule(issue: ValidationIssue): string {
     case 'anyOf': {
       const values = allowedValues(issue);
       if (values) return `must be one of ${values}`;
-      return description ? `must be ${description.replace(/\.$/, '')}` : 'has an unexpected type or form';
+      return `must be ${listForms(issue.parentSchema?.anyOf ?? [])}`;
     }
     case 'additionalProperties':
       return `does not take the property ${String(p.additionalProperty)}`;
@@ -132,4 +142,16 @@ function jsonType(value: unknown): string {
   if (Array.isArray(value)) return 'array';
   if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
   return typeof value;
+}
+
+/** `a string, a number or null`: the forms a union allows, in words. */
+function listForms(options: Array<{ const?: unknown; type?: string }>): string {
+  const words = [
+    ...new Set(
+      options.map((option) =>
+        'const' in option ? JSON.stringify(option.const) : (TYPE_WORDS[option.type ?? ''] ?? 'another form'),
+      ),
+    ),
+  ];
+  return words.length <= 1 ? (words[0] ?? 'valid') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
 }

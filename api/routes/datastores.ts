@@ -8,7 +8,15 @@ import {
 } from '../../engine/datastores/datastore-store';
 import type { Database } from '../../engine/db/database';
 import { listEntities, viewEntity } from '../../engine/entities/entity-store';
-import { IdParams, WorkspaceParam } from '../schemas/fields';
+import {
+  Description,
+  IdParams,
+  StorableText,
+  Name,
+  NullableDate,
+  Tags,
+  WorkspaceParam,
+} from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -19,7 +27,7 @@ import {
   Nullable,
 } from '../schemas/entity-lists';
 
-const Cell = Type.Union([Type.String(), Type.Number(), Type.Null()]);
+const Cell = Type.Union([StorableText(), Type.Number(), Type.Null()]);
 const Rows = Type.Array(Type.Array(Cell), {
   description: 'Rows, each an array of cells; the first row holds the column headings.',
 });
@@ -50,19 +58,17 @@ const DatastoreCreated = Type.Object(
 
 // Request bodies are validated in the engine (with messages naming the row or field); the schema documents them.
 const workspaceField = WorkspaceParam;
-const DatastoreBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  date: Type.Optional(Type.Unknown({ description: 'YYYYMMDD, or null (default): today.' })),
-  data: Type.Optional(
-    Type.Unknown({
-      description: 'REQUIRED on create. Rows, each an array of cells (strings, numbers or null).',
-    }),
-  ),
+const datastoreFields = {
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  tags: Type.Optional(Tags),
+  date: Type.Optional(NullableDate),
+  data: Rows,
   with_data: Type.Optional(LooseBoolean),
   workspace: workspaceField,
-});
+};
+const DatastoreCreate = Type.Object(datastoreFields, { description: 'name and data are required.' });
+const DatastoreUpdate = Type.Partial(Type.Object(datastoreFields), { description: 'Every field optional.' });
 
 const IdParam = IdParams('datastore');
 const WorkspaceQuery = Type.Object({ workspace: workspaceField });
@@ -81,7 +87,7 @@ const datastoreRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
       schema: {
         tags,
         summary: 'Create a datastore',
-        body: DatastoreBody,
+        body: DatastoreCreate,
         querystring: WorkspaceQuery,
         response: {
           200: Type.Object({ datastore: Type.Ref('DatastoreCreated') }),
@@ -150,7 +156,7 @@ const datastoreRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
         tags,
         summary: 'Update a datastore (every field optional)',
         params: IdParam,
-        body: DatastoreBody,
+        body: DatastoreUpdate,
         querystring: WorkspaceQuery,
         response: { 200: DatastoreReply, ...errorResponses(400, 404) },
       },

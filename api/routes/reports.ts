@@ -12,7 +12,7 @@ import {
   shareView,
   updateReport,
 } from '../../engine/reports/report-store';
-import { IdParams, WorkspaceParam } from '../schemas/fields';
+import { DateYmd, Description, IdParams, Name, StorableText, Tags, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -74,44 +74,87 @@ const SharedReport = Type.Object(
 
 const workspaceField = WorkspaceParam;
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
-const ReportBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  date: Type.Optional(Type.Unknown({ description: 'YYYYMMDD; default the creation day.' })),
-  data: Type.Optional(Type.Unknown({ description: 'Array: the report content. Default [].' })),
-  widgets: Type.Optional(
-    Type.Unknown({
-      description:
-        'Array of objects with `name` (REQUIRED) and `id` (generated when missing). Default []. ' +
-        'The report page draws `type` `table` (`columns`, `rows`), `bar` (`labels` with `values`, or ' +
-        '`series: [{name, values}]`), `line` (`x` with `series` or `values`; null leaves a gap) and `text` ' +
-        '(`text`); optional `description`, `format` (number, percent, currency, plain), `currency`, ' +
-        '`decimals` (0-8). Widgets of these types are checked; other types are stored as sent.',
+// What a schema cannot state stays in the engine: distinct widget ids, and what each drawn widget type needs.
+const Widget = Type.Object(
+  {
+    name: Name,
+    id: Type.Optional(
+      Type.Union(
+        [
+          Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', 'x-rule': '1 to 64 letters, digits, _ or -' }),
+          Type.Literal(''),
+          Type.Null(),
+        ],
+        { 'x-rule': '1 to 64 letters, digits, _ or -' },
+      ),
+    ),
+    type: Type.Optional(
+      Type.String({ description: 'table, bar, line or text are drawn; others are stored.' }),
+    ),
+  },
+  {
+    description:
+      'A widget: `name` (REQUIRED) and `id` (generated when missing). ' +
+      'The report page draws `type` `table` (`columns`, `rows`), `bar` (`labels` with `values`, or ' +
+      '`series: [{name, values}]`), `line` (`x` with `series` or `values`; null leaves a gap) and `text` ' +
+      '(`text`); optional `description`, `format` (number, percent, currency, plain), `currency`, ' +
+      '`decimals` (0-8). Widgets of these types are checked; other types are stored as sent.',
+  },
+);
+const reportFields = {
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  tags: Type.Optional(Tags),
+  date: Type.Optional(
+    Type.Union([DateYmd, Type.Null()], { description: 'YYYYMMDD; default the creation day.' }),
+  ),
+  data: Type.Optional(Type.Array(Type.Unknown(), { description: 'The report content. Default [].' })),
+  widgets: Type.Optional(Type.Array(Widget, { description: 'Default [].' })),
+  authorization: Type.Optional(
+    Type.String({
+      pattern: '^([Pp][Rr][Ii][Vv][Aa][Tt][Ee]|[Pp][Uu][Bb][Ll][Ii][Cc])$',
+      'x-rule': 'PRIVATE or PUBLIC',
+      description: 'PRIVATE (default) or PUBLIC, any letter case.',
     }),
   ),
-  authorization: Type.Optional(Type.Unknown({ description: 'PRIVATE (default) or PUBLIC.' })),
   link_uid: Type.Optional(
-    Type.Unknown({ description: 'Caller-chosen identifier linking related entities.' }),
+    Type.Union([StorableText({ maxLength: 200 }), Type.Null()], {
+      'x-rule': 'a string of at most 200 characters',
+      description: 'Caller-chosen identifier linking related entities.',
+    }),
   ),
   workspace: workspaceField,
-});
+};
+const ReportCreate = Type.Object(reportFields, { description: 'name is required.' });
+const ReportUpdate = Type.Partial(Type.Object(reportFields), { description: 'Every field optional.' });
 
+// 1 to 2592000 (30 days), digit by digit.
+const ExpiresAfterText = Type.String({
+  pattern: '^([1-9][0-9]{0,5}|1[0-9]{6}|2[0-4][0-9]{5}|25[0-8][0-9]{4}|2591[0-9]{3}|2592000)$',
+  'x-rule': `a whole number of seconds from 1 to ${SHARE_SECONDS_MAX} (30 days)`,
+});
+const ExpiresAfter = Type.Union(
+  [Type.Integer({ minimum: 1, maximum: SHARE_SECONDS_MAX }), ExpiresAfterText, Type.Null()],
+  {
+    'x-rule': `a whole number of seconds from 1 to ${SHARE_SECONDS_MAX} (30 days)`,
+    description: `Seconds, as a string (or a number): 1 to ${SHARE_SECONDS_MAX}. Default "${SHARE_SECONDS_DEFAULT}".`,
+  },
+);
+const SkinTheme = Type.String({
+  pattern: '^([Dd][Aa][Rr][Kk]|[Ll][Ii][Gg][Hh][Tt])?$',
+  'x-rule': 'Dark or Light',
+  description: 'Dark or Light (default), any letter case.',
+});
 const shareTerms = {
-  expires_after: Type.Optional(
-    Type.Unknown({
-      description: `Seconds, as a string (or a number): 1 to ${SHARE_SECONDS_MAX}. Default "${SHARE_SECONDS_DEFAULT}".`,
-    }),
-  ),
-  skin_theme: Type.Optional(Type.Unknown({ description: 'Dark or Light (default).' })),
+  expires_after: Type.Optional(ExpiresAfter),
+  skin_theme: Type.Optional(Type.Union([SkinTheme, Type.Null()], { 'x-rule': 'Dark or Light' })),
   workspace: workspaceField,
 };
 // The terms may come in the body or on the query string (the body wins); the body may be absent.
 const ShareBody = Type.Union([Type.Object(shareTerms), Type.Null()]);
 const ShareQuery = Type.Object({
-  expires_after: Type.Optional(Type.String()),
-  skin_theme: Type.Optional(Type.String()),
+  expires_after: Type.Optional(ExpiresAfterText),
+  skin_theme: Type.Optional(SkinTheme),
   workspace: workspaceField,
 });
 
@@ -138,7 +181,7 @@ const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string 
         tags,
         summary: 'Create a report (Extension)',
         description: 'Extension: the interface has no way to create reports; this stores one for the API.',
-        body: ReportBody,
+        body: ReportCreate,
         querystring: WorkspaceQuery,
         response: { 200: ReportReply, ...errorResponses(400) },
       },
@@ -204,7 +247,7 @@ const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string 
         description:
           'Extension: the interface does not list it; the published Python client saves reports with it.',
         params: IdParam,
-        body: ReportBody,
+        body: ReportUpdate,
         querystring: WorkspaceQuery,
         response: { 200: ReportReply, ...errorResponses(400, 404) },
       },

@@ -9,6 +9,7 @@ import {
   updateWorkspace,
 } from '../../engine/workspaces/workspace-store';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
+import { Description, StorableText, WorkspaceName } from '../schemas/fields';
 
 const Workspace = Type.Object(
   {
@@ -22,11 +23,11 @@ const Workspace = Type.Object(
 );
 
 const WorkspaceBody = Type.Object({
-  name: Type.String({ description: 'REQUIRED. No spaces.' }),
-  description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
+  name: WorkspaceName,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
 });
 
-const NameParam = Type.Object({ id: Type.String({ description: 'The workspace name.' }) });
+const NameParam = Type.Object({ id: WorkspaceName });
 const WorkspaceReply = Type.Object({ workspace: Type.Ref('Workspace') });
 const audit = { auditEntity: 'Workspace' } as const;
 
@@ -55,7 +56,9 @@ const workspaceRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app,
         tags: ['Workspaces'],
         summary: 'List workspaces, most recent first',
         querystring: Type.Object({
-          query: Type.Optional(Type.String({ description: 'Workspaces whose name starts with this text.' })),
+          query: Type.Optional(
+            StorableText({ maxLength: 200, description: 'Workspaces whose name starts with this text.' }),
+          ),
           page_size: Type.Optional(PageSize),
           page_token: Type.Optional(PageToken),
         }),

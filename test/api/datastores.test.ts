@@ -63,23 +63,26 @@ describe('datastores', () => {
   });
 
   test.each([
-    [{ data: table }, 'name is required: a string of 1 to 200 characters.'],
-    [{ name: '', data: table }, 'name is required: a string of 1 to 200 characters.'],
-    [{ name: 'x' }, 'data is required: an array of rows, each an array of cells.'],
-    [{ name: 'x', data: null }, 'data is required: an array of rows, each an array of cells.'],
-    [{ name: 'x', data: 'a,b' }, 'data is required: an array of rows, each an array of cells.'],
-    [{ name: 'x', data: [['a'], 'b'] }, 'data[1] must be an array of cells.'],
+    [{ data: table }, 'name is required.'],
+    [{ name: '', data: table }, 'name must not be empty.'],
+    [{ name: 'x' }, 'data is required.'],
+    [{ name: 'x', data: null }, 'data must be an array.'],
+    [{ name: 'x', data: 'a,b' }, 'data must be an array.'],
+    [{ name: 'x', data: [['a'], 'b'] }, 'data[1] must be an array.'],
     [{ name: 'x', data: [['a'], ['b'], [1, true]] }, 'data[2][1] must be a string, a number or null.'],
     [{ name: 'x', data: [[{ nested: 1 }]] }, 'data[0][0] must be a string, a number or null.'],
     [{ name: 'x', data: [[['deeper']]] }, 'data[0][0] must be a string, a number or null.'],
     [{ name: 'x', data: table, date: '2024-01-31' }, 'date must be a date in the format YYYYMMDD.'],
     [{ name: 'x', data: table, date: '20230229' }, 'date must be a date in the format YYYYMMDD.'],
-    [{ name: 'x', data: table, description: 'd'.repeat(501) }, 'description must be at most 500 characters.'],
+    [
+      { name: 'x', data: table, description: 'd'.repeat(501) },
+      'description must be at most 500 characters long.',
+    ],
     [
       { name: 'x', data: table, tags: Array.from({ length: 33 }, (_, i) => `t${i}`) },
-      'At most 32 tags are allowed, got 33.',
+      'tags must hold at most 32 items.',
     ],
-    [{ name: 'x', data: table, tags: [1] }, 'tags must be an array of strings.'],
+    [{ name: 'x', data: table, tags: [1] }, 'tags[0] must be a string.'],
     [
       { name: 'x', data: table, workspace: 'has space' },
       'workspace must be a workspace name without spaces.',
@@ -87,10 +90,13 @@ describe('datastores', () => {
     // PostgreSQL cannot store these in jsonb: a 400 naming the cell, not a 500.
     [
       { name: 'x', data: [['ok'], ['a\u0000b']] },
-      'data[1][0] holds a NUL character or an unpaired surrogate.',
+      'data[1][0] must be text without NUL characters or unpaired surrogates.',
     ],
     [{ name: 'x', data: [['\ud800']] }, 'data[0][0] holds a NUL character or an unpaired surrogate.'],
-    [{ name: 'x\u0000', data: [] }, 'name holds a NUL character or an unpaired surrogate.'],
+    [
+      { name: 'x\u0000', data: [] },
+      'name must be a name of 1 to 200 characters, not only spaces, without NUL characters.',
+    ],
   ])('invalid %j → 400 with its message, nothing stored', async (body, message) => {
     const before = await entityCount();
     const res = await call('POST', '/v2/datastores', body);

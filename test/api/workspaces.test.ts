@@ -59,9 +59,9 @@ describe('workspaces', () => {
   });
 
   test.each([
-    [{ name: 'has space' }, 'Workspace name is required, 1 to 200 characters, without spaces.'],
-    [{ name: '' }, 'Workspace name is required, 1 to 200 characters, without spaces.'],
-    [{ name: 'x'.repeat(201) }, 'Workspace name is required, 1 to 200 characters, without spaces.'],
+    [{ name: 'has space' }, 'name must be a workspace name without spaces.'],
+    [{ name: '' }, 'name must be a workspace name without spaces.'],
+    [{ name: 'x'.repeat(201) }, 'name must be a workspace name without spaces.'],
   ])('invalid create %j → 400', async (body, message) => {
     const before = await h.db('workspaces').count({ n: '*' }).first();
     const res = await call('POST', '/v2/workspaces', body);
