@@ -50,10 +50,7 @@ function rule(issue: ValidationIssue): string {
   const p = issue.params;
   // A schema that words its own rule says it best, whichever keyword failed.
   const worded = issue.parentSchema?.['x-rule'];
-  if (
-    worded &&
-    !['minLength', 'maxLength', 'minItems', 'maxItems', 'additionalProperties'].includes(issue.keyword)
-  )
+  if (worded && !['minLength', 'maxLength', 'additionalProperties'].includes(issue.keyword))
     return `must be ${worded}`;
   const description = issue.parentSchema?.['x-rule'] ?? issue.parentSchema?.description;
   switch (issue.keyword) {
@@ -71,9 +68,9 @@ function rule(issue: ValidationIssue): string {
     case 'exclusiveMaximum':
       return `must be ${String(p.comparison)} ${String(p.limit)}`;
     case 'minItems':
-      return `must hold at least ${String(p.limit)} items`;
+      return `must hold at least ${String(p.limit)} item${Number(p.limit) === 1 ? '' : 's'}`;
     case 'maxItems':
-      return `must hold at most ${String(p.limit)} items`;
+      return `must hold at most ${String(p.limit)} item${Number(p.limit) === 1 ? '' : 's'}`;
     case 'pattern':
     case 'format':
       return description ? `must be ${description.replace(/\.$/, '')}` : 'is not in the expected format';

@@ -1,15 +1,17 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   CUSTOM_INDEX,
   createCustomIndex,
   DATA_POINTS_MAX,
+  SYMBOL_MAX,
   deleteCustomIndex,
   updateCustomIndex,
 } from '../../engine/custom-indexes/custom-index-store';
 import type { Database } from '../../engine/db/database';
 import { listEntities, viewEntity } from '../../engine/entities/entity-store';
 import { errorResponses, Timestamp } from '../schemas/common';
+import { CurrencyCode, DateYmd, Description, Name, Tags } from '../schemas/fields';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
 const CustomIndex = Type.Object(
@@ -36,30 +38,51 @@ const CustomIndex = Type.Object(
   { $id: 'CustomIndex', title: 'CustomIndex' },
 );
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
+// Left to the engine: each date once, and the value floor of the data type (PRICE > 0, RETURN > -1).
+const OrNull = <T extends TSchema>(schema: T, options = {}) => Type.Union([schema, Type.Null()], options);
+const DataPoint = Type.Tuple([DateYmd, Type.Number()], {
+  'x-rule': 'a [YYYYMMDD, number] pair',
+  description: '[YYYYMMDD, number]',
+});
 const fields = {
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  data_type: Type.Optional(Type.Unknown({ description: 'PRICE (default), RETURN or RETURN_100.' })),
-  periodicity: Type.Optional(Type.Unknown({ description: 'D (default) or M.' })),
-  currency: Type.Optional(Type.Unknown({ description: '3-letter ISO 4217 code, default USD.' })),
-  base_price: Type.Optional(Type.Unknown({ description: 'Positive number, default 1.0.' })),
-  data: Type.Optional(
-    Type.Unknown({
-      description:
-        `REQUIRED. 1 to ${DATA_POINTS_MAX} [YYYYMMDD, number] pairs, each date once; stored in ascending date order. ` +
-        'PRICE values are greater than 0, RETURN greater than -1, RETURN_100 greater than -100.',
+  name: Name,
+  description: Type.Optional(OrNull(Description)),
+  tags: Type.Optional(Tags),
+  data_type: Type.Optional(
+    Type.Union([Type.Literal('PRICE'), Type.Literal('RETURN'), Type.Literal('RETURN_100'), Type.Null()], {
+      'x-rule': 'one of PRICE, RETURN, RETURN_100',
+      description: 'PRICE (default), RETURN or RETURN_100.',
     }),
   ),
+  periodicity: Type.Optional(
+    Type.Union([Type.Literal('D'), Type.Literal('M'), Type.Null()], {
+      'x-rule': 'D (daily) or M (monthly)',
+      description: 'D (default) or M.',
+    }),
+  ),
+  currency: Type.Optional(OrNull(CurrencyCode)),
+  base_price: Type.Optional(
+    Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()], {
+      'x-rule': 'a positive number',
+      description: 'Positive, default 1.0.',
+    }),
+  ),
+  data: Type.Array(DataPoint, {
+    minItems: 1,
+    maxItems: DATA_POINTS_MAX,
+    description:
+      `1 to ${DATA_POINTS_MAX} [YYYYMMDD, number] pairs, each date once; stored in ascending date order. ` +
+      'PRICE values are greater than 0, RETURN greater than -1, RETURN_100 greater than -100.',
+  }),
   date: Type.Optional(
     Type.Unknown({ description: 'Accepted and ignored: the points of data carry the dates.' }),
   ),
 };
-const CreateBody = Type.Object({
-  symbol: Type.Optional(Type.Unknown({ description: 'REQUIRED. CUSTOM: then A-Z, 0-9 or _ (no spaces).' })),
-  ...fields,
+const SymbolPattern = Type.String({
+  pattern: `^CUSTOM:[A-Z0-9_]{0,${SYMBOL_MAX - 7}}$`,
+  'x-rule': `CUSTOM: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all`,
 });
+const CreateBody = Type.Object({ symbol: SymbolPattern, ...fields });
 const UpdateBody = Type.Object(fields, {
   description:
     'name and data are required; other fields left out keep their values. The symbol comes from the path.',
@@ -70,7 +93,7 @@ const IgnoredWorkspace = Type.Optional(
     description: 'Accepted and ignored: custom indexes belong to the account, alike from every workspace.',
   }),
 );
-const SymbolParam = Type.Object({ id: Type.String({ description: 'The symbol, CUSTOM:…' }) });
+const SymbolParam = Type.Object({ id: SymbolPattern });
 const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
 const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
 const CustomIndexReply = Type.Object({ custom_index: Type.Ref('CustomIndex') });
