@@ -49,8 +49,8 @@ const AJV_OPTIONS = {
   allErrors: false,
   // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
   verbose: true,
-  // `x-rule` words a pattern's rule for error messages (and is a valid OpenAPI extension).
-  keywords: ['x-rule'],
+  // `x-rule` and `x-message` word a rule for error messages (and are valid OpenAPI extensions).
+  keywords: ['x-rule', 'x-message'],
 };
 
 /**

@@ -14,6 +14,7 @@ export interface ValidationIssue {
   parentSchema?: {
     description?: string;
     'x-rule'?: string;
+    'x-message'?: string;
     anyOf?: Array<{ const?: unknown; type?: string }>;
   };
 }
@@ -97,6 +98,9 @@ function rule(issue: ValidationIssue): string {
 export function validationMessage(context: string | undefined, issues: ValidationIssue[]): string {
   const issue = mostTelling(issues);
   if (!issue) return 'Invalid request.';
+  // A rule no single field carries (one of two fields required, say) words its whole message.
+  const whole = issue.parentSchema?.['x-message'];
+  if (whole && issue.keyword === 'anyOf') return whole;
   if (issue.keyword === 'required') {
     const field = fieldName(issue.instancePath, String(issue.params.missingProperty));
     return `${field} is required${context === 'querystring' ? ' (query parameter)' : ''}.`;

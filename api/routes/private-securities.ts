@@ -6,9 +6,11 @@ import {
   createPrivateSecurity,
   deletePrivateSecurity,
   PRIVATE_SECURITY,
+  SYMBOL_MAX,
   updatePrivateSecurity,
 } from '../../engine/private-securities/private-security-store';
 import { errorResponses, Timestamp } from '../schemas/common';
+import { CurrencyCode, Description, Name, Tags } from '../schemas/fields';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
 const PrivateSecurity = Type.Object(
@@ -27,33 +29,55 @@ const PrivateSecurity = Type.Object(
   { $id: 'PrivateSecurity', title: 'PrivateSecurity' },
 );
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
+const InstrumentType = Type.String({
+  pattern: '^[A-Z][A-Z0-9_]{0,49}$',
+  'x-rule': 'an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME',
+  description: 'Upper-case instrument type (EQUITY, FIXED_INCOME, …), shown as instrument_type.',
+});
 const fields = {
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  type: Type.Optional(
-    Type.Unknown({
-      description:
-        'REQUIRED on create. Upper-case instrument type (EQUITY, FIXED_INCOME, …), shown as instrument_type.',
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  tags: Type.Optional(Tags),
+  type: Type.Optional(Type.Union([InstrumentType, Type.Null()], { 'x-rule': InstrumentType['x-rule'] })),
+  instrument_type: Type.Optional(
+    Type.Union([InstrumentType, Type.Null()], {
+      'x-rule': InstrumentType['x-rule'],
+      description: 'Accepted in place of type (as a retrieved object carries it); type wins.',
     }),
   ),
-  instrument_type: Type.Optional(
-    Type.Unknown({ description: 'Accepted in place of type (as a retrieved object carries it); type wins.' }),
-  ),
-  currency: Type.Optional(Type.Unknown({ description: '3-letter ISO 4217 code, default USD.' })),
-  data: Type.Optional(
-    Type.Unknown({ description: 'REQUIRED on create. A JSON object; replaced whole on update.' }),
-  ),
+  currency: Type.Optional(Type.Union([CurrencyCode, Type.Null()], { description: 'Default USD.' })),
+  data: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'A JSON object; replaced whole on update.',
+  }),
 };
-const CreateBody = Type.Object({
-  symbol: Type.Optional(Type.Unknown({ description: 'REQUIRED. PRIVATE: then A-Z, 0-9 or _ (no spaces).' })),
-  ...fields,
+const SymbolPattern = Type.String({
+  pattern: `^PRIVATE:[A-Z0-9_]{0,${SYMBOL_MAX - 8}}$`,
+  'x-rule': `PRIVATE: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all`,
 });
-const UpdateBody = Type.Object(fields, {
-  description:
-    'Every field optional; fields left out (or null) keep their values. The symbol comes from the path.',
-});
+// The instrument type is required on create, as `type` or (as a retrieved object carries it) `instrument_type`.
+const CreateBody = Type.Object(
+  { symbol: SymbolPattern, ...fields },
+  {
+    'x-message':
+      'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.',
+    anyOf: [
+      { required: ['type'], properties: { type: { type: 'string' } } },
+      { required: ['instrument_type'], properties: { instrument_type: { type: 'string' } } },
+    ],
+  },
+);
+// Python clients send None for every argument left unset: on update, null keeps the stored value.
+const UpdateBody = Type.Partial(
+  Type.Object({
+    ...fields,
+    name: Type.Union([Name, Type.Null()]),
+    data: Type.Union([fields.data, Type.Null()]),
+  }),
+  {
+    description:
+      'Every field optional; fields left out (or null) keep their values. The symbol comes from the path.',
+  },
+);
 
 const IgnoredWorkspace = Type.Optional(
   Type.String({
@@ -61,7 +85,7 @@ const IgnoredWorkspace = Type.Optional(
       'Accepted and ignored: private securities belong to the account, alike from every workspace.',
   }),
 );
-const SymbolParam = Type.Object({ id: Type.String({ description: 'The symbol, PRIVATE:…' }) });
+const SymbolParam = Type.Object({ id: SymbolPattern });
 const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
 const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
 const PrivateSecurityReply = Type.Object({ private_security: Type.Ref('PrivateSecurity') });

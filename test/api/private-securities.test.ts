@@ -62,33 +62,42 @@ describe('private securities', () => {
   });
 
   const symbolMessage =
-    'symbol is required: PRIVATE: followed by upper-case letters, digits or _ (no spaces), at most 64 characters in all.';
+    'symbol must be PRIVATE: followed by upper-case letters, digits or _ (no spaces), at most 64 characters in all.';
   const typeMessage =
-    'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.';
-  const dataMessage = 'data is required: a JSON object (possibly empty).';
+    'type must be an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.';
+  const dataMessage = 'data must be an object.';
   const valid = { symbol: 'PRIVATE:BAD', name: 'Bad', type: 'EQUITY', data: {} };
   test.each([
-    [{ ...valid, symbol: undefined }, symbolMessage],
+    [{ ...valid, symbol: undefined }, 'symbol is required.'],
     [{ ...valid, symbol: 'private:bad' }, symbolMessage],
     [{ ...valid, symbol: 'PRIVATE:NOT ALLOWED' }, symbolMessage],
     [{ ...valid, symbol: 'CUSTOM:BAD' }, symbolMessage],
     [{ ...valid, symbol: 'PRIVATE-BAD' }, symbolMessage],
     [{ ...valid, symbol: 'PRIVATE:' + 'X'.repeat(57) }, symbolMessage],
-    [{ ...valid, name: undefined }, 'name is required: a string of 1 to 200 characters.'],
-    [{ ...valid, name: 7 }, 'name is required: a string of 1 to 200 characters.'],
-    [{ ...valid, type: undefined }, typeMessage],
+    [{ ...valid, name: undefined }, 'name is required.'],
+    [
+      { ...valid, name: 7 },
+      'name must be a name of 1 to 200 characters, not only spaces, without NUL characters.',
+    ],
+    [
+      { ...valid, type: undefined },
+      'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.',
+    ],
     [{ ...valid, type: 'equity' }, typeMessage],
     [{ ...valid, type: 'FIXED INCOME' }, typeMessage],
     [{ ...valid, type: '1EQUITY' }, typeMessage],
     [{ ...valid, type: 'E'.repeat(51) }, typeMessage],
-    [{ ...valid, type: 3 }, typeMessage],
-    [{ ...valid, data: undefined }, dataMessage],
+    [
+      { ...valid, type: 3 },
+      'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.',
+    ],
+    [{ ...valid, data: undefined }, 'data is required.'],
     [{ ...valid, data: null }, dataMessage],
     [{ ...valid, data: [1, 2] }, dataMessage],
     [{ ...valid, data: 'text' }, dataMessage],
     [{ ...valid, currency: 'us' }, 'currency must be a 3-letter ISO 4217 currency code.'],
-    [{ ...valid, description: 5 }, 'description must be a string.'],
-    [{ ...valid, tags: { a: 1 } }, 'tags must be an array of strings.'],
+    [{ ...valid, description: 5 }, 'description must be a string or null.'],
+    [{ ...valid, tags: { a: 1 } }, 'tags must be an array, a string or null.'],
   ])('invalid create %j → 400 with its message, nothing stored', async (body, message) => {
     const before = await count();
     const res = await call('POST', '/v2/private_securities', body);
@@ -191,9 +200,9 @@ describe('private securities', () => {
 
     for (const [body, message] of [
       [{ type: 'fund' }, typeMessage],
-      [{ data: [] }, dataMessage],
+      [{ data: [] }, 'data must be an object or null.'],
       [{ currency: 'yen' }, 'currency must be a 3-letter ISO 4217 currency code.'],
-      [{ name: '' }, 'name is required: a string of 1 to 200 characters.'],
+      [{ name: '' }, 'name must not be empty.'],
     ] as const) {
       expect((await call('PUT', url, body)).json()).toEqual({ code: 400, message });
     }
