@@ -84,6 +84,8 @@ function rule(issue: ValidationIssue): string {
       if (values) return `must be one of ${values}`;
       return `must be ${listForms(issue.parentSchema?.anyOf ?? [])}`;
     }
+    case 'maxProperties':
+      return `must hold at most ${String(p.limit)} entries`;
     case 'additionalProperties':
       return `does not take the property ${String(p.additionalProperty)}`;
     default:

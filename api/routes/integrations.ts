@@ -8,7 +8,7 @@ import { INTEGRATION } from '../../engine/integrations/integration-kind';
 import { createIntegration, deleteIntegration } from '../../engine/integrations/integration-store';
 import { receiveWebhook } from '../../engine/integrations/webhook-receiver';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
-import { IdParams } from '../schemas/fields';
+import { Description, IdParams, Name, Tags } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -33,12 +33,14 @@ const Integration = Type.Object(
   { $id: 'Integration', title: 'Integration' },
 );
 
-// Bodies are checked in the engine (messages name the field); the schema documents them.
 const IntegrationBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  type: Type.Optional(Type.Unknown({ description: 'REQUIRED. WEBHOOK (the only type for now).' })),
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  tags: Type.Optional(Tags),
+  type: Type.Union([Type.Literal('WEBHOOK')], {
+    'x-rule': 'one of WEBHOOK',
+    description: 'WEBHOOK (the only type for now).',
+  }),
 });
 
 const IdParam = IdParams('integration');

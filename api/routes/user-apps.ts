@@ -5,11 +5,12 @@ import { listEntities, viewEntity } from '../../engine/entities/entity-store';
 import {
   createUserApp,
   deleteUserApp,
+  ENV_VAR_VALUE_MAX,
   ENV_VARS_MAX,
   updateUserApp,
   USER_APP,
 } from '../../engine/user-apps/user-app-store';
-import { IdParams } from '../schemas/fields';
+import { Description, IdParams, Name, Tags } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -30,17 +31,37 @@ const UserApp = Type.Object(
   { $id: 'UserApp', title: 'UserApp' },
 );
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
-const PublishBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  data: Type.Optional(Type.Unknown({ description: 'A JSON object, default {}; replaced whole on update.' })),
-  env_vars: Type.Optional(
-    Type.Unknown({
-      description: `Up to ${ENV_VARS_MAX} NAME: string value pairs, default {}; replaced whole on update.`,
+// Python clients send None for every argument left unset: null means "not given" here.
+const publishFields = {
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  tags: Type.Optional(Tags),
+  data: Type.Optional(
+    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+      'x-rule': 'a JSON object',
+      description: 'A JSON object, default {}; replaced whole on update.',
     }),
   ),
+  env_vars: Type.Optional(
+    Type.Union(
+      [
+        Type.Record(
+          Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }),
+          Type.String({ maxLength: ENV_VAR_VALUE_MAX }),
+          { maxProperties: ENV_VARS_MAX },
+        ),
+        Type.Null(),
+      ],
+      {
+        'x-rule': 'an object of names to string values',
+        description: `Up to ${ENV_VARS_MAX} NAME: string value pairs, default {}; replaced whole on update.`,
+      },
+    ),
+  ),
+};
+const PublishCreate = Type.Object(publishFields, { description: 'name is required.' });
+const PublishUpdate = Type.Partial(Type.Object({ ...publishFields, name: Type.Union([Name, Type.Null()]) }), {
+  description: 'Every field optional; null keeps the stored value.',
 });
 
 const IgnoredWorkspace = Type.Optional(
@@ -66,7 +87,7 @@ const userAppRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, {
         tags,
         summary: 'Publish a user app (extension)',
         description: 'Extension: the interface has user apps read-only; publishing tools create them here.',
-        body: PublishBody,
+        body: PublishCreate,
         response: { 200: UserAppReply, ...errorResponses(400) },
       },
     },
@@ -122,7 +143,7 @@ const userAppRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, {
         description:
           'Extension: every field optional; fields left out (or null) keep their values. The version increases.',
         params: IdParam,
-        body: PublishBody,
+        body: PublishUpdate,
         response: { 200: UserAppReply, ...errorResponses(400, 404) },
       },
     },

@@ -62,7 +62,7 @@ describe('user apps', () => {
   const badName = (name: string) =>
     `env_vars: "${name}" is not a variable name (a letter or _, then letters, digits or _; at most 128).`;
   test.each([
-    [{}, 'name is required: a string of 1 to 200 characters.'],
+    [{}, 'name is required.'],
     [{ name: 'x', data: [] }, 'data must be a JSON object.'],
     [{ name: 'x', data: 'text' }, 'data must be a JSON object.'],
     [{ name: 'x', env_vars: [] }, envMessage],
@@ -76,11 +76,11 @@ describe('user apps', () => {
     [{ name: 'x', env_vars: { PORT: 8080 } }, 'env_vars.PORT must be a string.'],
     [
       { name: 'x', env_vars: { BIG: 'v'.repeat(32 * 1024 + 1) } },
-      'env_vars.BIG must be at most 32768 characters.',
+      'env_vars.BIG must be at most 32768 characters long.',
     ],
     [
       { name: 'x', env_vars: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`V${i}`, 'x'])) },
-      'env_vars holds at most 100 variables, got 101.',
+      'env_vars must hold at most 100 entries.',
     ],
   ])('invalid publish %# → 400 with its message, nothing stored', async (body, message) => {
     const before = await count();
