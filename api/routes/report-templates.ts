@@ -8,7 +8,7 @@ import {
   REPORT_TEMPLATE,
   updateReportTemplate,
 } from '../../engine/reports/report-template-store';
-import { IdParams, WorkspaceParam } from '../schemas/fields';
+import { Description, IdParams, Name, Tags, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -43,20 +43,51 @@ const ReportTemplate = Type.Object(
 
 const workspaceField = WorkspaceParam;
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
-const ReportTemplateBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  authorization: Type.Optional(Type.Unknown({ description: 'PRIVATE (default) or PUBLIC.' })),
-  categories: Type.Optional(Type.Unknown({ description: 'Array of strings. Default [].' })),
-  layout: Type.Optional(Type.Unknown({ description: 'Array. Default [].' })),
-  global_parameters: Type.Optional(
-    Type.Unknown({
-      description: 'Object; `advanced_settings`, when given, maps names to setting objects. Default {}.',
+const reportTemplateFields = {
+  name: Name,
+  description: Type.Optional(Type.Union([Description, Type.Null()])),
+  tags: Type.Optional(Tags),
+  authorization: Type.Optional(
+    Type.String({
+      pattern: '^([Pp][Rr][Ii][Vv][Aa][Tt][Ee]|[Pp][Uu][Bb][Ll][Ii][Cc])$',
+      'x-rule': 'PRIVATE or PUBLIC',
+      description: 'PRIVATE (default) or PUBLIC, any letter case.',
     }),
   ),
+  categories: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+      description: 'Array of strings. Default [].',
+    }),
+  ),
+  layout: Type.Optional(Type.Array(Type.Unknown(), { description: 'Array. Default [].' })),
+  global_parameters: Type.Optional(
+    Type.Object(
+      {
+        advanced_settings: Type.Optional(
+          Type.Union(
+            [
+              Type.Record(
+                Type.String(),
+                Type.Record(Type.String(), Type.Unknown(), {
+                  'x-rule': 'an object (with variant and select)',
+                }),
+              ),
+              Type.Null(),
+            ],
+            {
+              'x-rule': 'an object of setting objects',
+            },
+          ),
+        ),
+      },
+      { description: 'Object; `advanced_settings`, when given, maps names to setting objects. Default {}.' },
+    ),
+  ),
   workspace: workspaceField,
+};
+const ReportTemplateCreate = Type.Object(reportTemplateFields, { description: 'name is required.' });
+const ReportTemplateUpdate = Type.Partial(Type.Object(reportTemplateFields), {
+  description: 'Every field optional.',
 });
 
 const IdParam = IdParams('reportTemplate');
@@ -77,7 +108,7 @@ const reportTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
         tags,
         summary: 'Create a report template (Extension)',
         description: extension,
-        body: ReportTemplateBody,
+        body: ReportTemplateCreate,
         querystring: WorkspaceQuery,
         response: { 200: ReportTemplateReply, ...errorResponses(400) },
       },
@@ -142,7 +173,7 @@ const reportTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
         summary: 'Update a report template (Extension; every field optional)',
         description: extension,
         params: IdParam,
-        body: ReportTemplateBody,
+        body: ReportTemplateUpdate,
         querystring: WorkspaceQuery,
         response: { 200: ReportTemplateReply, ...errorResponses(400, 404) },
       },

@@ -72,11 +72,11 @@ describe('report templates', () => {
   });
 
   test.each([
-    [{}, 'name is required: a string of 1 to 200 characters.'],
+    [{}, 'name is required.'],
     [{ name: 'x', authorization: 'OPEN' }, 'authorization must be PRIVATE or PUBLIC.'],
-    [{ name: 'x', categories: 'Risk' }, 'categories must be an array of strings.'],
-    [{ name: 'x', categories: ['Risk', ''] }, 'categories[1] must be a string of 1 to 100 characters.'],
-    [{ name: 'x', categories: [3] }, 'categories[0] must be a string of 1 to 100 characters.'],
+    [{ name: 'x', categories: 'Risk' }, 'categories must be an array.'],
+    [{ name: 'x', categories: ['Risk', ''] }, 'categories[1] must not be empty.'],
+    [{ name: 'x', categories: [3] }, 'categories[0] must be a string.'],
     [{ name: 'x', layout: { row: 1 } }, 'layout must be an array.'],
     [{ name: 'x', global_parameters: [] }, 'global_parameters must be an object.'],
     [{ name: 'x', global_parameters: 'p' }, 'global_parameters must be an object.'],
@@ -88,7 +88,7 @@ describe('report templates', () => {
       { name: 'x', global_parameters: { advanced_settings: { confidence: '95%' } } },
       'global_parameters.advanced_settings.confidence must be an object (with variant and select).',
     ],
-    [{ name: 'x', description: 5 }, 'description must be a string.'],
+    [{ name: 'x', description: 5 }, 'description must be a string or null.'],
     [
       {
         name: 'x',
