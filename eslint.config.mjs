@@ -40,7 +40,20 @@ const boundaries = {
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'tools/**', 'coverage/**', 'dist/**', '.test-data/**'] },
+  // What git ignores (installs, data, the suites' virtualenvs and artifacts) is no source of ours.
+  {
+    ignores: [
+      'node_modules/**',
+      'data/**',
+      'tools/**',
+      'coverage/**',
+      'dist/**',
+      '.test-data/**',
+      '.venvs/**',
+      '.schemathesis/**',
+      'test-artifacts/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
