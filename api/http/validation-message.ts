@@ -121,8 +121,10 @@ export function validationMessage(context: string | undefined, issues: Validatio
  * union (every allowed value); a value-or-null union by its one real branch (why the value failed).
  */
 function mostTelling(issues: ValidationIssue[]): ValidationIssue | undefined {
-  const union = issues.find((issue) => issue.keyword === 'anyOf');
+  // Ajv reports inner unions before the ones around them: the outermost says what the field takes.
+  const union = issues.findLast((issue) => issue.keyword === 'anyOf');
   if (!union) return issues[0];
+  if (union.parentSchema?.['x-rule'] || union.parentSchema?.['x-message']) return union;
   const options = union.parentSchema?.anyOf ?? [];
   if (allowedValues(union)) return union;
   // The branch written for the value's own JSON type tells why that value failed.

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/db/database';
 import { listEntities, viewEntity } from '../../engine/entities/entity-store';
@@ -10,8 +10,9 @@ import {
   TEMPLATE_LIMIT_BOUNDS,
   updateWorkerTemplate,
   WORKER_TEMPLATE,
+  WORKER_TEMPLATE_TYPES,
 } from '../../engine/worker-templates/worker-template-store';
-import { IdParams } from '../schemas/fields';
+import { Description, IdParams, Name, Tags } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -72,51 +73,91 @@ const WorkerTemplate = Type.Object(
   { $id: 'WorkerTemplate', title: 'WorkerTemplate' },
 );
 
-// Request bodies are validated in the engine (with messages naming the field); the schema documents them.
-const PublishBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-  category: Type.Optional(Type.Unknown({ description: 'String of up to 200 characters, default null.' })),
-  visible: Type.Optional(Type.Unknown({ description: 'Boolean, default true.' })),
+// Python clients send None for every argument left unset: null means "not given" here. Left to the
+// engine: the script's size in bytes, TypeScript that does not compile, distinct form input keys.
+const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
+  Type.Union([schema, Type.Null()], options);
+const { memoryLimitMb, timeoutSeconds } = TEMPLATE_LIMIT_BOUNDS;
+const Script = Type.String({
+  minLength: 1,
+  pattern: '[^\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]',
+  'x-rule': 'the source text of the worker, a non-empty string',
+  description: `Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
+});
+const publishFields = {
+  name: Name,
+  description: Type.Optional(OrNull(Description)),
+  tags: Type.Optional(Tags),
+  category: Type.Optional(OrNull(Type.String({ maxLength: 200 }), { description: 'Default null.' })),
+  visible: Type.Optional(OrNull(Type.Boolean(), { description: 'Default true.' })),
   type: Type.Optional(
-    Type.Unknown({ description: 'STARTER, BASIC (default), ENDER, FORKER, BARRIER or CONDITIONAL.' }),
+    OrNull(Type.Union(WORKER_TEMPLATE_TYPES.map((t) => Type.Literal(t))), {
+      'x-rule': `one of ${WORKER_TEMPLATE_TYPES.join(', ')}`,
+      description: 'STARTER, BASIC (default), ENDER, FORKER, BARRIER or CONDITIONAL.',
+    }),
   ),
   script_runtime: Type.Optional(
-    Type.Unknown({
+    OrNull(Type.Union([Type.Literal('javascript'), Type.Literal('typescript')]), {
+      'x-rule': 'javascript or typescript: scripts run in a JavaScript sandbox',
       description:
         'javascript (default) or typescript; any other runtime is refused. TypeScript is transpiled when ' +
         'published: a syntax error is a 400 naming the line.',
     }),
   ),
-  script_entry_point: Type.Optional(Type.Unknown({ description: 'Function name, default main.' })),
-  script: Type.Optional(
-    Type.Unknown({
-      description: `REQUIRED on create. Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
-    }),
+  script_entry_point: Type.Optional(
+    OrNull(
+      Type.String({
+        pattern: '^[A-Za-z_$][A-Za-z0-9_$]{0,99}$',
+        'x-rule': 'a function name (letters, digits, _ or $)',
+      }),
+      { description: 'Function name, default main.' },
+    ),
   ),
+  script: Type.Optional(OrNull(Script)),
+  script_source: Type.Optional(OrNull(Script, { description: 'Accepted in place of script; script wins.' })),
   memory_limit_mb: Type.Optional(
-    Type.Unknown({
+    OrNull(Type.Integer({ minimum: memoryLimitMb.min, maximum: memoryLimitMb.max }), {
+      'x-rule': `a whole number from ${memoryLimitMb.min} to ${memoryLimitMb.max}, or null for the service's default`,
       description:
-        `Extension: whole MB from ${TEMPLATE_LIMIT_BOUNDS.memoryLimitMb.min} to ${TEMPLATE_LIMIT_BOUNDS.memoryLimitMb.max}, ` +
+        `Extension: whole MB from ${memoryLimitMb.min} to ${memoryLimitMb.max}, ` +
         'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
         'configured). The worker process may cap it lower.',
     }),
   ),
   timeout_seconds: Type.Optional(
-    Type.Unknown({
+    OrNull(Type.Integer({ minimum: timeoutSeconds.min, maximum: timeoutSeconds.max }), {
+      'x-rule': `a whole number from ${timeoutSeconds.min} to ${timeoutSeconds.max}, or null for the service's default`,
       description:
-        `Extension: whole seconds from ${TEMPLATE_LIMIT_BOUNDS.timeoutSeconds.min} to ${TEMPLATE_LIMIT_BOUNDS.timeoutSeconds.max}, ` +
+        `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
         'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
         'default (30 s unless configured).',
     }),
   ),
-  script_source: Type.Optional(Type.Unknown({ description: 'Accepted in place of script; script wins.' })),
   form_inputs: Type.Optional(
-    Type.Unknown({
-      description: `Up to ${FORM_INPUTS_MAX} objects, each with a unique id (or name) and a type. Default [].`,
-    }),
+    OrNull(
+      Type.Array(
+        Type.Object(
+          { type: Type.String({ minLength: 1 }) },
+          { description: 'An input: id (or name) and type.' },
+        ),
+        { maxItems: FORM_INPUTS_MAX },
+      ),
+      {
+        description: `Up to ${FORM_INPUTS_MAX} objects, each with a unique id (or name) and a type. Default [].`,
+      },
+    ),
   ),
+};
+// The script is required on create, as `script` or `script_source`.
+const PublishCreate = Type.Object(publishFields, {
+  'x-message': 'script is required: the source text of the worker, a non-empty string.',
+  anyOf: [
+    { required: ['script'], properties: { script: { type: 'string' } } },
+    { required: ['script_source'], properties: { script_source: { type: 'string' } } },
+  ],
+});
+const PublishUpdate = Type.Partial(Type.Object({ ...publishFields, name: OrNull(Name) }), {
+  description: 'Every field optional; null keeps the stored value.',
 });
 
 const IgnoredWorkspace = Type.Optional(
@@ -143,7 +184,7 @@ const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
         description:
           'Extension: the interface has worker templates read-only; the publishing tools of the hosted product ' +
           'create them here. Unknown keys (icon, ports, form_outputs, …) are ignored.',
-        body: PublishBody,
+        body: PublishCreate,
         response: { 200: WorkerTemplateReply, ...errorResponses(400) },
       },
     },
@@ -206,7 +247,7 @@ const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
           'memory_limit_mb or timeout_seconds returns to the default). The version increases. Built-in ' +
           'templates are read-only: 403.',
         params: IdParam,
-        body: PublishBody,
+        body: PublishUpdate,
         response: { 200: WorkerTemplateReply, ...errorResponses(400, 403, 404) },
       },
     },

@@ -145,28 +145,31 @@ describe('worker templates', () => {
   const scriptMessage = 'script is required: the source text of the worker, a non-empty string.';
   const valid = { name: 'Bad', script: SCRIPT };
   test.each([
-    [{ script: SCRIPT }, 'name is required: a string of 1 to 200 characters.'],
+    [{ script: SCRIPT }, 'name is required.'],
     [{ name: 'No script' }, scriptMessage],
-    [{ ...valid, script: '  \n ' }, scriptMessage],
+    [{ ...valid, script: '  \n ' }, 'script must be the source text of the worker, a non-empty string.'],
     [{ ...valid, script: 42 }, scriptMessage],
     [{ ...valid, script: null, script_source: null }, scriptMessage],
     [
       { ...valid, script_runtime: 'python3.11' },
-      'script_runtime "python3.11" is not supported: scripts run in a JavaScript sandbox, use javascript or typescript.',
+      'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
     ],
     [
       { ...valid, script_runtime: 'JavaScript' },
-      'script_runtime "JavaScript" is not supported: scripts run in a JavaScript sandbox, use javascript or typescript.',
+      'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
     ],
-    [{ ...valid, script_runtime: 3 }, 'script_runtime must be javascript or typescript.'],
+    [
+      { ...valid, script_runtime: 3 },
+      'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
+    ],
     [
       { ...valid, type: 'WORKER' },
       'type must be one of STARTER, BASIC, ENDER, FORKER, BARRIER, CONDITIONAL.',
     ],
     [{ ...valid, type: 'basic' }, 'type must be one of STARTER, BASIC, ENDER, FORKER, BARRIER, CONDITIONAL.'],
-    [{ ...valid, visible: 'yes' }, 'visible must be a boolean.'],
-    [{ ...valid, category: 5 }, 'category must be a string of at most 200 characters.'],
-    [{ ...valid, category: 'c'.repeat(201) }, 'category must be a string of at most 200 characters.'],
+    [{ ...valid, visible: 'yes' }, 'visible must be a boolean or null.'],
+    [{ ...valid, category: 5 }, 'category must be a string or null.'],
+    [{ ...valid, category: 'c'.repeat(201) }, 'category must be at most 200 characters long.'],
     [
       { ...valid, script_entry_point: 'main()' },
       'script_entry_point must be a function name (letters, digits, _ or $).',
@@ -175,7 +178,7 @@ describe('worker templates', () => {
       { ...valid, script_entry_point: '' },
       'script_entry_point must be a function name (letters, digits, _ or $).',
     ],
-    [{ ...valid, form_inputs: {} }, 'form_inputs must be an array of objects.'],
+    [{ ...valid, form_inputs: {} }, 'form_inputs must be an array or null.'],
     [{ ...valid, form_inputs: [1] }, 'form_inputs[0] must be an object.'],
     [{ ...valid, form_inputs: [[]] }, 'form_inputs[0] must be an object.'],
     [
@@ -186,7 +189,7 @@ describe('worker templates', () => {
       { ...valid, form_inputs: [{ id: '', name: 3, type: 'x' }] },
       'form_inputs[0] needs an id or a name (a non-empty string).',
     ],
-    [{ ...valid, form_inputs: [{ id: 'a' }] }, 'form_inputs[0].type is required (a non-empty string).'],
+    [{ ...valid, form_inputs: [{ id: 'a' }] }, 'form_inputs[0].type is required.'],
     [
       {
         ...valid,
@@ -199,9 +202,9 @@ describe('worker templates', () => {
     ],
     [
       { ...valid, form_inputs: Array.from({ length: 101 }, (_, i) => ({ id: `i${i}`, type: 'string' })) },
-      'form_inputs holds at most 100 inputs, got 101.',
+      'form_inputs must hold at most 100 items.',
     ],
-    [{ ...valid, description: 'd'.repeat(501) }, 'description must be at most 500 characters.'],
+    [{ ...valid, description: 'd'.repeat(501) }, 'description must be at most 500 characters long.'],
   ])('invalid publish %j → 400 with its message, nothing stored', async (body, message) => {
     const before = await count();
     const res = await call('POST', '/v2/worker_templates', body);
@@ -313,10 +316,10 @@ describe('worker templates', () => {
     for (const [body, message] of [
       [
         { script_runtime: 'python3.11' },
-        'script_runtime "python3.11" is not supported: scripts run in a JavaScript sandbox, use javascript or typescript.',
+        'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
       ],
-      [{ script: '' }, scriptMessage],
-      [{ form_inputs: [{ id: 'x' }] }, 'form_inputs[0].type is required (a non-empty string).'],
+      [{ script: '' }, 'script must not be empty.'],
+      [{ form_inputs: [{ id: 'x' }] }, 'form_inputs[0].type is required.'],
     ] as const) {
       expect((await call('PUT', url, body)).json()).toEqual({ code: 400, message });
     }
