@@ -27,7 +27,7 @@ import {
   receivePart,
   type UploadTarget,
 } from '../../engine/files/file-uploads';
-import { IdParams, WorkspaceParam } from '../schemas/fields';
+import { DateYmd, IdParams, Name, StorableText, Tags, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -76,28 +76,40 @@ const FileListItem = Type.Object(
 
 const contentTypeList = (types: readonly string[]) => types.map((type) => `\`${type}\``).join(', ');
 const workspaceField = WorkspaceParam;
-// Request bodies are checked in the engine (messages name the field); the schema documents them.
+// Left to the engine: strict Base64 (canonical padding), which it checks in slices as the body may be
+// ~100 MB; `contentEncoding` documents it without a whole-body regex here.
 const fileBody = (operation: 'create' | 'update', types: readonly string[]) =>
   Type.Object({
-    name: Type.Optional(Type.Unknown({ description: 'REQUIRED. 1 to 200 characters.' })),
-    description: Type.Optional(
-      Type.Unknown({ description: 'REQUIRED (may be empty). Up to 500 characters; #hashtags become tags.' }),
-    ),
-    tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
-    data: Type.Optional(
-      Type.Unknown({ description: 'REQUIRED. The content in strict Base64 (standard alphabet, padded).' }),
-    ),
-    content_type: Type.Optional(
-      Type.Unknown({ description: `REQUIRED. Allowed on ${operation}: ${contentTypeList(types)}.` }),
+    name: Name,
+    description: StorableText({
+      maxLength: 500,
+      description: 'REQUIRED (may be empty). Up to 500 characters; #hashtags become tags.',
+    }),
+    tags: Type.Optional(Tags),
+    data: Type.String({
+      contentEncoding: 'base64',
+      description: 'The content in strict Base64 (standard alphabet, padded).',
+    }),
+    content_type: Type.Union(
+      types.map((type) => Type.Literal(type)),
+      {
+        'x-rule': `one of the types allowed on ${operation}: ${types.join(', ')}`,
+        description: `Allowed on ${operation}: ${contentTypeList(types)}.`,
+      },
     ),
     date: Type.Optional(
-      Type.Unknown({
+      Type.Union([DateYmd, Type.Null()], {
         description: operation === 'create' ? 'YYYYMMDD, default today.' : 'YYYYMMDD; absent keeps it.',
       }),
     ),
     with_data: Type.Optional(LooseBoolean),
     workspace: workspaceField,
-    link_uid: Type.Optional(Type.Unknown({ description: 'Default null.' })),
+    link_uid: Type.Optional(
+      Type.Union([StorableText({ maxLength: 200 }), Type.Null()], {
+        'x-rule': 'a string of at most 200 characters',
+        description: 'Default null.',
+      }),
+    ),
   });
 const FileCreateBody = fileBody('create', CREATE_CONTENT_TYPES);
 const FileUpdateBody = fileBody('update', UPDATE_CONTENT_TYPES);

@@ -88,10 +88,7 @@ describe('datastores', () => {
       'workspace must be a workspace name without spaces.',
     ],
     // PostgreSQL cannot store these in jsonb: a 400 naming the cell, not a 500.
-    [
-      { name: 'x', data: [['ok'], ['a\u0000b']] },
-      'data[1][0] must be text without NUL characters or unpaired surrogates.',
-    ],
+    [{ name: 'x', data: [['ok'], ['a\u0000b']] }, 'data[1][0] must be text (without NUL characters).'],
     [{ name: 'x', data: [['\ud800']] }, 'data[0][0] holds a NUL character or an unpaired surrogate.'],
     [
       { name: 'x\u0000', data: [] },

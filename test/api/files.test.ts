@@ -93,9 +93,9 @@ describe('files (JSON)', () => {
   test.each([
     ['name', { name: undefined }, 'name is required'],
     ['description', { description: undefined }, 'description is required'],
-    ['description as null', { description: null }, 'description is required'],
+    ['description as null', { description: null }, 'description must be text (without NUL characters)'],
     ['data', { data: undefined }, 'data is required'],
-    ['content_type', { content_type: undefined }, 'content_type must be one of'],
+    ['content_type', { content_type: undefined }, 'content_type is required'],
   ])('create without %s → 400 naming it, nothing stored', async (_label, override, message) => {
     const before = Number((await h.db('file_chunks').count({ n: '*' }).first())!.n);
     const res = await call('POST', '/v2/files', {
@@ -128,7 +128,7 @@ describe('files (JSON)', () => {
       data,
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json().message).toMatch(/^data (is not valid Base64|is required)/);
+    expect(res.json().message).toMatch(/^data (is not valid Base64|must be a string)/);
   });
 
   test('content_type: the create list has application/x-zip-compressed, the update list does not', async () => {
