@@ -124,7 +124,7 @@ function mostTelling(issues: ValidationIssue[]): ValidationIssue | undefined {
   // Ajv reports inner unions before the ones around them: the outermost says what the field takes.
   const union = issues.findLast((issue) => issue.keyword === 'anyOf');
   if (!union) return issues[0];
-  if (union.parentSchema?.['x-rule'] || union.parentSchema?.['x-message']) return union;
+  const worded = Boolean(union.parentSchema?.['x-rule'] || union.parentSchema?.['x-message']);
   const options = union.parentSchema?.anyOf ?? [];
   if (allowedValues(union)) return union;
   // The branch written for the value's own JSON type tells why that value failed.
@@ -134,10 +134,13 @@ function mostTelling(issues: ValidationIssue[]): ValidationIssue | undefined {
   );
   if (matching.length === 1 && union.schemaPath) {
     const prefix = `${union.schemaPath}/${options.indexOf(matching[0]!)}/`;
-    const branch = issues.find(
+    // Inside that branch the same reading applies again (a nullable number inside a nullable object).
+    const inBranch = issues.filter(
       (issue) => issue.instancePath.startsWith(union.instancePath) && issue.schemaPath?.startsWith(prefix),
     );
-    if (branch) return branch;
+    const branch = mostTelling(inBranch);
+    // A union that words its rule speaks for the field itself; a deeper field speaks for itself.
+    if (branch && !(worded && branch.instancePath === union.instancePath)) return branch;
   }
   return union;
 }

@@ -17,8 +17,8 @@ import {
   deleteWorkflowWithSchedule,
   updateWorkflowWithSchedule,
 } from '../../engine/workflows/workflow-schedules';
-import { WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
-import { IdParams, WorkspaceParam } from '../schemas/fields';
+import { TRIGGER_TYPES, WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
+import { Description, IdParams, Name, Tags, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -31,7 +31,8 @@ import {
 
 const NullableNumber = Nullable(Type.Number());
 /** Null first: with type coercion on, a null tried against a string first would become "". */
-const OrNull = <T extends TSchema>(schema: T) => Type.Union([Type.Null(), schema]);
+const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
+  Type.Union([Type.Null(), schema], options);
 const WorkerId = Type.String({ description: 'wrkr_ plus 25 letters or digits.' });
 const Edge = Type.Union([Type.Array(WorkerId), WorkerId], {
   description: 'A list of worker ids (a bare id is accepted too).',
@@ -88,16 +89,20 @@ const workflowProperties = {
 };
 const Workflow = Type.Object(workflowProperties, { $id: 'Workflow', title: 'Workflow' });
 
-// Bodies are checked in the engine (messages name the worker and the rule); the schema documents them.
-const WorkflowBody = Type.Object({
-  name: Type.Optional(Type.Unknown({ description: 'REQUIRED on create. 1 to 200 characters.' })),
-  description: Type.Optional(Type.Unknown({ description: 'Up to 500 characters; #hashtags become tags.' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Array of strings (or a space-separated string).' })),
+// Python clients send None for fields left unset: null means "not given". Left to the engine: the graph
+// rules (one STARTER, paths to an ENDER, no cycle, forks joined), templates, cron and time zone.
+const workflowFields = {
+  name: Name,
+  description: Type.Optional(OrNull(Description)),
+  tags: Type.Optional(Tags),
   trigger_type: Type.Optional(
-    Type.Unknown({ description: 'MANUAL (default), API, TIME_BASED, FILE_RECEIVED.' }),
+    Type.Union([...TRIGGER_TYPES.map((t) => Type.Literal(t)), Type.Null()], {
+      'x-rule': `one of ${TRIGGER_TYPES.join(', ')}`,
+      description: 'MANUAL (default), API, TIME_BASED, FILE_RECEIVED.',
+    }),
   ),
   trigger_config: Type.Optional(
-    Type.Unknown({
+    OrNull(Type.Record(Type.String(), Type.Unknown()), {
       description:
         'Object: what activates the trigger. Default {}. TIME_BASED: {cron, timezone}, a 5-field cron expression ' +
         '(minute hour day-of-month month day-of-week, e.g. "0 7 * * 1-5") and an IANA time zone (default "UTC"); ' +
@@ -105,17 +110,29 @@ const WorkflowBody = Type.Object({
         'trigger_enabled is false.',
     }),
   ),
-  trigger_enabled: Type.Optional(Type.Unknown({ description: 'Boolean, default false.' })),
-  gui: Type.Optional(Type.Unknown({ description: '{offset_x, offset_y, zoom}, numbers.' })),
-  workers: Type.Optional(
-    Type.Array(Type.Ref('WorkflowWorker'), {
-      description:
-        'REQUIRED on create; replaces the whole graph on update. Exactly one STARTER, every path ending at an ENDER, ' +
-        'no cycle, each FORKER joined by one BARRIER downstream (forks do not nest).',
-    }),
+  trigger_enabled: Type.Optional(OrNull(Type.Boolean(), { description: 'Default false.' })),
+  gui: Type.Optional(
+    OrNull(
+      Type.Object({
+        offset_x: Type.Optional(OrNull(Type.Number())),
+        offset_y: Type.Optional(OrNull(Type.Number())),
+        zoom: Type.Optional(OrNull(Type.Number())),
+      }),
+      { description: '{offset_x, offset_y, zoom}, numbers.' },
+    ),
   ),
-  workspace: Type.Optional(Type.String({ description: 'Default main; also accepted as a query parameter.' })),
-});
+  workers: Type.Array(Type.Ref('WorkflowWorker'), {
+    description:
+      'Replaces the whole graph on update. Exactly one STARTER, every path ending at an ENDER, ' +
+      'no cycle, each FORKER joined by one BARRIER downstream (forks do not nest).',
+  }),
+  workspace: WorkspaceParam,
+};
+const WorkflowCreate = Type.Object(workflowFields, { description: 'name and workers are required.' });
+const WorkflowUpdate = Type.Partial(
+  Type.Object({ ...workflowFields, name: OrNull(Name), workers: OrNull(workflowFields.workers) }),
+  { description: 'Every field optional; null keeps the stored value.' },
+);
 
 const WorkflowExecution = Type.Object(
   {
@@ -249,7 +266,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
         description:
           'Extension: the interface has no way to create workflows. A TIME_BASED workflow gets its schedule ' +
           'in the same step: 503 (and nothing stored) when the scheduler is unavailable.',
-        body: WorkflowBody,
+        body: WorkflowCreate,
         querystring: WorkspaceQuery,
         response: { 200: WorkflowReply, ...errorResponses(400, 503) },
       },
@@ -354,7 +371,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
           'Extension. Runs already started keep the definition they started with. The schedule of a TIME_BASED ' +
           'workflow follows in the same step (503, nothing changed, when the scheduler is unavailable).',
         params: IdParam,
-        body: WorkflowBody,
+        body: WorkflowUpdate,
         querystring: WorkspaceQuery,
         response: { 200: WorkflowReply, ...errorResponses(400, 404, 503) },
       },

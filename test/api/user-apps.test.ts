@@ -80,7 +80,7 @@ describe('user apps', () => {
     ],
     [
       { name: 'x', env_vars: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`V${i}`, 'x'])) },
-      'env_vars must hold at most 100 entries.',
+      'env_vars must be an object of names to string values.',
     ],
   ])('invalid publish %# → 400 with its message, nothing stored', async (body, message) => {
     const before = await count();

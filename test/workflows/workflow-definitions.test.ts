@@ -437,7 +437,7 @@ describe('workflow definitions', () => {
     [
       'a gui that is not numbers',
       () => ({ workers: line().workers, gui: { zoom: 'big' } }),
-      /^gui\.zoom must be a number\.$/,
+      /^gui\.zoom must be null or a number\.$/,
     ],
   ];
 
