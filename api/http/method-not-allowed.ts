@@ -43,10 +43,23 @@ export default fp(
 
     // Answered before the body is read: a method Fastify expects a body for (QUERY) would otherwise
     // be refused for its missing Content-Type before the path is known to lack it.
+    /** A path spelled out by a route of its own (no parameter) is that route's, whatever a pattern matches. */
+    const staticMethods = (path: string): string[] | null => {
+      const entry = known.get(path) ?? known.get(path.replace(/\/$/, ''));
+      return entry ? [...entry.methods].sort() : null;
+    };
+
     app.addHook('onRequest', async (request, reply) => {
-      if (!request.is404) return;
       const path = request.url.split('?')[0] ?? '';
-      const allowed = allowedMethods(path);
+      let allowed: string[];
+      if (request.is404) {
+        allowed = staticMethods(path) ?? allowedMethods(path);
+      } else {
+        // PUT /workflows/worker_executions reaches PUT /workflows/:id; the static path has no PUT.
+        const own = request.routeOptions.url?.includes(':') ? staticMethods(path) : null;
+        if (!own || own.includes(request.method)) return;
+        allowed = own;
+      }
       if (allowed.length === 0) return;
       return reply
         .code(405)

@@ -44,15 +44,36 @@ export default fp(
         security: [{ apiKeyBearer: [] }, { apiKeyBasic: [] }, { oauth2: [] }],
       },
       transform: ({ schema, url }) => ({
-        schema: schema as never,
-        // Paths are documented relative to the server URL, which ends with the version segment.
+        // The pages outside /v2 (a file's raw bytes, a report page) are addresses handed out in objects,
+        // not operations of the API, whose server URL ends with the version segment.
+        schema: (url.startsWith('/v2/') ? schema : { ...schema, hide: true }) as never,
         url: url.startsWith('/v2/') ? url.slice(3) : url,
       }),
     });
     await app.register(swaggerUi, { routePrefix: DOCS_PREFIX });
     app.get('/v2/openapi.json', { config: { auth: 'optional' }, schema: { hide: true } }, async () =>
-      app.swagger(),
+      optionalBodies(app.swagger() as OpenApiDocument),
     );
   },
   { name: 'openapi' },
 );
+
+type OpenApiDocument = {
+  paths?: Record<
+    string,
+    Record<string, { requestBody?: { required?: boolean }; 'x-body-optional'?: boolean }>
+  >;
+};
+
+/**
+ * @fastify/swagger marks every declared body required; an operation whose body may be left out (the
+ * report share terms can all come on the query string) says so with `x-body-optional` in its schema.
+ */
+function optionalBodies(document: OpenApiDocument): OpenApiDocument {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      if (operation['x-body-optional'] && operation.requestBody) operation.requestBody.required = false;
+    }
+  }
+  return document;
+}

@@ -62,7 +62,7 @@ const fields = {
   ),
   currency: Type.Optional(OrNull(CurrencyCode)),
   base_price: Type.Optional(
-    Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()], {
+    Type.Union([Type.Number({ minimum: Number.MIN_VALUE }), Type.Null()], {
       'x-rule': 'a positive number',
       description: 'Positive, default 1.0.',
     }),

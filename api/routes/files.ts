@@ -123,13 +123,22 @@ type FileJsonBody = Static<typeof FileCreateBody>;
 const UploadForm = Type.Object(
   {
     upload_id: Type.Optional(
-      Type.String({ description: 'REQUIRED. Letters, digits, _ and -; up to 128 characters.' }),
+      Type.String({
+        pattern: '^[A-Za-z0-9_-]{1,128}$',
+        description: 'REQUIRED. Letters, digits, _ and -; up to 128 characters.',
+      }),
     ),
     part_number: Type.Optional(
-      Type.String({ description: 'REQUIRED. 1 to total_parts; parts go in order.' }),
+      Type.String({
+        pattern: '^[1-9][0-9]{0,2}$',
+        description: 'REQUIRED. 1 to total_parts; parts go in order.',
+      }),
     ),
     total_parts: Type.Optional(
-      Type.String({ description: 'REQUIRED. At most 300; the same on every part.' }),
+      Type.String({
+        pattern: '^([1-9][0-9]?|[12][0-9]{2}|300)$',
+        description: 'REQUIRED. At most 300; the same on every part.',
+      }),
     ),
     chunk: Type.Optional(
       Type.String({

@@ -271,6 +271,7 @@ const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string 
         summary: 'Share a report through a link that expires',
         params: IdParam,
         body: ShareBody,
+        'x-body-optional': true,
         querystring: ShareQuery,
         response: {
           200: Type.Object({ report: Type.Ref('SharedReport') }),

@@ -48,7 +48,7 @@ const publishFields = {
         Type.Record(
           Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }),
           Type.String({ maxLength: ENV_VAR_VALUE_MAX }),
-          { maxProperties: ENV_VARS_MAX },
+          { maxProperties: ENV_VARS_MAX, additionalProperties: false },
         ),
         Type.Null(),
       ],

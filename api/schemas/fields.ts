@@ -52,8 +52,8 @@ export const Description = StorableText({
  */
 export const Tags = Type.Union(
   [
-    Type.Array(Type.String(), { maxItems: TAGS_MAX }),
-    Type.String({ description: 'Space- or comma-separated tags.' }),
+    Type.Array(StorableText(), { maxItems: TAGS_MAX }),
+    StorableText({ description: 'Space- or comma-separated tags.' }),
     Type.Null(),
   ],
   { description: 'At most 32 tags: an array of strings, or one space-separated string.' },
@@ -62,8 +62,9 @@ export const Tags = Type.Union(
 /** 29 February only in leap years; every other month with its own length. */
 const MONTH_DAY =
   '(?:(?:0[13578]|1[02])(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)(?:0[1-9]|[12][0-9]|30)|02(?:0[1-9]|1[0-9]|2[0-8]))';
-const LEAP_YEAR = '(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)';
-export const DATE_PATTERN = `(?:[0-9]{4}${MONTH_DAY}|${LEAP_YEAR}0229)`;
+const LEAP_YEAR = '(?:[1-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26])00)';
+// Years 1000 to 9999: the calendar the service computes with.
+export const DATE_PATTERN = `(?:[1-9][0-9]{3}${MONTH_DAY}|${LEAP_YEAR}0229)`;
 const TIME_PATTERN = '(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]';
 
 /** A calendar day, `YYYYMMDD`. */

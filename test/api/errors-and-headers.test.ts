@@ -130,3 +130,34 @@ describe('methods a known path does not have', () => {
     expect(res.statusCode).toBe(404);
   });
 });
+
+describe('a static path shadowed by a parameter route', () => {
+  const h = useTestApp();
+
+  test('PUT /v2/workflows/worker_executions → 405 (the static path has only GET), not the :id route', async () => {
+    const res = await h.app.inject({
+      method: 'PUT',
+      url: '/v2/workflows/worker_executions',
+      headers: { authorization: h.account.bearer, 'content-type': 'application/json' },
+      payload: '{}',
+    });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+  });
+});
+
+describe('methods on the pages outside /v2', () => {
+  const h = useTestApp();
+
+  test('QUERY /file/:uid without a Content-Type → 405 with Allow', async () => {
+    const res = await h.app.inject({ method: 'QUERY' as 'GET', url: '/file/abc' });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+  });
+
+  test('OPTIONS /v2/workflows/worker_executions → Allow names the static path’s methods', async () => {
+    const res = await h.app.inject({ method: 'OPTIONS', url: '/v2/workflows/worker_executions' });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+  });
+});
