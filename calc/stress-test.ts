@@ -4,6 +4,7 @@
  */
 import { driverVariance, type FactorModel } from './estimation';
 import { CalcInputError } from './input-error';
+import type { PositionFacts } from './position-facts';
 import { psdRoot } from './linear-algebra';
 import { extremeMoves, MIN_RETURNS, toDaySeries, type SeriesSource } from './market-data';
 import {
@@ -169,6 +170,8 @@ export interface PreparedStressTest {
   readonly scenario: Scenario;
   readonly simulation: SimulationOptions;
   readonly nlv: number;
+  /** The facts of each position of `results`, in their order, for the reporting step (§14, §15). */
+  readonly facts: readonly PositionFacts[];
   /** Turns a simulation of `scenario` into the spec's object. */
   finish(result: SimulationResult): StressTestResult;
 }
@@ -252,6 +255,7 @@ export function prepareStressTest(
     scenario,
     simulation,
     nlv,
+    facts: prepared.facts,
     finish(result) {
       const ev = positionComponents(scenario, result.ev, positions, nlv);
       const cvarNeg = positionComponents(scenario, result.cvarNeg, positions, nlv);
