@@ -3,7 +3,7 @@
  * What a symbol's form says about the instrument, and `positionFacts`, which the model fills once per
  * mapped position (calc/position-facts.ts is the contract with aggregation and filters).
  */
-import { type DaySeries, type PriceSeries, type SeriesSource, toDaySeries } from './market-data';
+import { type DaySeries, latestPrice, type PriceSeries, type SeriesSource, toDaySeries } from './market-data';
 import type { AttributeValue, InstrumentType, PositionFacts } from './position-facts';
 
 /**
@@ -164,4 +164,32 @@ export function positionFacts(
         volumes === undefined ? null : averageDailyVolume(toDaySeries(position.symbol, volumes), anchorDay),
     };
   });
+}
+
+/**
+ * §9: units of `base` for one unit of `currency` at `day`: `FX:CCYBASE`, else 1 / `FX:BASECCY`, else
+ * through USD (`FX:CCYUSD` × `FX:USDBASE`, each direct or inverted). Null when none of these has a
+ * price on or before the day (the position then goes to unmapped_tickers). Same currency: 1.
+ */
+export function fxRateAt(source: SeriesSource, currency: string, base: string, day: number): number | null {
+  if (currency === base) return 1;
+  const direct = (from: string, to: string): number | null => {
+    if (from === to) return 1;
+    const quoted = source.get(`FX:${from}${to}`);
+    if (quoted !== undefined) {
+      const price = latestPrice(toDaySeries(`FX:${from}${to}`, quoted), day);
+      if (Number.isFinite(price)) return price;
+    }
+    const inverse = source.get(`FX:${to}${from}`);
+    if (inverse !== undefined) {
+      const price = latestPrice(toDaySeries(`FX:${to}${from}`, inverse), day);
+      if (Number.isFinite(price)) return 1 / price;
+    }
+    return null;
+  };
+  const rate = direct(currency, base);
+  if (rate !== null) return rate;
+  const toUsd = direct(currency, 'USD');
+  const fromUsd = direct('USD', base);
+  return toUsd === null || fromUsd === null ? null : toUsd * fromUsd;
 }

@@ -5,6 +5,7 @@
 import {
   averageDailyVolume,
   defaultMultiplier,
+  fxRateAt,
   instrumentTypeOf,
   parseOptionSymbol,
   type ReferenceSource,
@@ -193,5 +194,35 @@ describe('what the model does not compute yet is refused, never priced as a stoc
   });
   test('a bad base currency', () => {
     expect(run({ base_currency: 'EURO' })).toThrow(expect.objectContaining({ parameter: 'base_currency' }));
+  });
+});
+
+describe('FX rates to the base currency (§9)', () => {
+  const day = (i: number) => 20_000 + i;
+  const series = (...values: number[]): PriceSeries => ({
+    dates: Int32Array.from(values, (_, i) => day(i)),
+    values: Float64Array.from(values),
+  });
+  const fx = new Map<string, PriceSeries>([
+    ['FX:EURUSD', series(1.1, 1.2, 1.25)],
+    ['FX:USDJPY', series(150, 148, 140)],
+    ['FX:GBPEUR', series(1.15, NaN, 1.17)],
+  ]);
+  test.each([
+    ['EUR', 'USD', 1, 1.2],
+    ['USD', 'EUR', 1, 1 / 1.2],
+    ['USD', 'JPY', 2, 140],
+    ['JPY', 'USD', 2, 1 / 140],
+    ['EUR', 'JPY', 1, 1.2 * 148],
+    ['JPY', 'EUR', 2, (1 / 140) * (1 / 1.25)],
+    ['GBP', 'EUR', 1, 1.15], // the last price on or before the day
+    ['EUR', 'EUR', 0, 1],
+  ])('%s → %s on day %i', (from, to, i, expected) => {
+    expect(fxRateAt(fx, from, to, day(i))).toBe(expected);
+  });
+  test('no direct, inverse or USD route, or nothing up to the day: null', () => {
+    expect(fxRateAt(fx, 'GBP', 'JPY', day(2))).toBeNull(); // GBP has no USD leg
+    expect(fxRateAt(fx, 'CHF', 'USD', day(2))).toBeNull();
+    expect(fxRateAt(fx, 'EUR', 'USD', day(-1))).toBeNull();
   });
 });
