@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection, namespace: config.temporalNamespace });
   // Before listening: the probe takes about a second and would otherwise compete with requests.
-  const simulation = await startSimulationEngine(config);
+  const simulation = await startSimulationEngine(config, db);
   const workflows = temporalWorkflowRunner(client, config.temporalTaskQueue);
   const app = await buildApp({
     config,

@@ -71,17 +71,18 @@ export function weightedCorrelation(a: Float64Array, b: Float64Array, w: Float64
 
 /**
  * Observations at or above the 90th percentile of the first projection's rolling root-mean-square
- * return. The rolling value at t covers t−20..t inside the window (a trailing 21-observation window,
- * undefined for the first 20, which therefore count as calm); the percentile interpolates linearly
- * between order statistics (numpy's default).
+ * return. The rolling value at t covers the previous 21 observations t−21..t−1 inside the window,
+ * never t itself: a day must not classify itself as distressed by its own move (§4). The first 21
+ * observations have no value and count as calm; the percentile interpolates linearly between order
+ * statistics (numpy's default).
  */
 export function distressMask(first: Float64Array): Uint8Array {
   const n = first.length;
   const rms = new Float64Array(n).fill(NaN);
-  for (let t = DISTRESS_ROLLING_OBSERVATIONS - 1; t < n; t++) {
+  for (let t = DISTRESS_ROLLING_OBSERVATIONS; t < n; t++) {
     let sum = 0;
     let count = 0;
-    for (let u = t - DISTRESS_ROLLING_OBSERVATIONS + 1; u <= t; u++) {
+    for (let u = t - DISTRESS_ROLLING_OBSERVATIONS; u < t; u++) {
       const x = first[u]!;
       if (isNaN(x)) continue;
       sum += x * x;

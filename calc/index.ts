@@ -10,6 +10,14 @@ export {
   type SeriesSource,
 } from './market-data';
 export { estimateFactorModel, type FactorModel } from './estimation';
+export {
+  instrumentTypeOf,
+  parseOptionSymbol,
+  positionFacts,
+  type OptionSymbol,
+  type ReferenceSource,
+} from './instruments';
+export type { AttributeValue, InstrumentType, PositionFacts } from './position-facts';
 export { canonicalJson, fillNormals, normalAt, seedFromNumber, seedFromRequest, type Seed } from './random';
 export {
   positionComponents,

@@ -87,6 +87,16 @@ export function formatDay(days: number): string {
 export interface DaySeries {
   readonly days: Int32Array;
   readonly values: Float64Array;
+  /**
+   * Levels in percent (`RATE:*`, `SPREAD:*`, §12): the invariant is the change of level in points,
+   * and a zero or negative level is a real value, not a missing price.
+   */
+  readonly levels?: boolean;
+}
+
+/** §12: rates and spreads move by absolute changes; everything else by log-returns. */
+export function isLevelSeries(symbol: string): boolean {
+  return symbol.startsWith('RATE:') || symbol.startsWith('SPREAD:');
 }
 
 /**
@@ -109,7 +119,9 @@ export function toDaySeries(symbol: string, series: PriceSeries): DaySeries {
       throw new CalcInputError(symbol, `series dates are not strictly ascending at ${formatDay(days[i]!)}.`);
     }
   }
-  return { days, values: series.values };
+  return isLevelSeries(symbol)
+    ? { days, values: series.values, levels: true }
+    : { days, values: series.values };
 }
 
 /** Index of the first element of `days` greater than `day` (binary search). */
@@ -124,8 +136,8 @@ export function upperBound(days: Int32Array, day: number): number {
   return lo;
 }
 
-function usable(price: number): boolean {
-  return isFinite(price) && price > 0;
+function usable(price: number, levels = false): boolean {
+  return isFinite(price) && (levels || price > 0);
 }
 
 /**
@@ -195,7 +207,7 @@ export function alignToCalendar(
     const day = calendar[t]!;
     while (j < series.days.length && series.days[j]! <= day) {
       const price = series.values[j]!;
-      if (usable(price)) {
+      if (usable(price, series.levels)) {
         last = price;
         lastRow = t;
       }
@@ -234,7 +246,9 @@ export function windowReturns(series: DaySeries, calendar: Calendar, grid: Retur
   const out = new Float64Array(grid.length);
   for (let t = 0; t < grid.length; t++) {
     // NaN prices give NaN returns: missing observations, left out pairwise later.
-    out[t] = log(prices[(t + 1) * grid.sampling]! / prices[t * grid.sampling]!);
+    const next = prices[(t + 1) * grid.sampling]!;
+    const previous = prices[t * grid.sampling]!;
+    out[t] = series.levels ? next - previous : log(next / previous);
   }
   return out;
 }
@@ -248,7 +262,7 @@ export function countPresent(returns: Float64Array): number {
 /** The latest usable price dated on or before `day`, or NaN. */
 export function latestPrice(series: DaySeries, day: number): number {
   for (let i = upperBound(series.days, day) - 1; i >= 0; i--) {
-    if (usable(series.values[i]!)) return series.values[i]!;
+    if (usable(series.values[i]!, series.levels)) return series.values[i]!;
   }
   return NaN;
 }
@@ -264,12 +278,13 @@ export function extremeMoves(
 ): { worst: number; best: number } | null {
   const end = upperBound(series.days, day);
   const prices: number[] = [];
-  for (let i = 0; i < end; i++) if (usable(series.values[i]!)) prices.push(series.values[i]!);
+  for (let i = 0; i < end; i++) if (usable(series.values[i]!, series.levels)) prices.push(series.values[i]!);
   if (prices.length <= h) return null;
   let worst = Infinity;
   let best = -Infinity;
   for (let i = h; i < prices.length; i++) {
-    const move = prices[i]! / prices[i - h]! - 1;
+    // A level series' move is in the unit of its magnitude: points ÷ 100 (§12).
+    const move = series.levels ? (prices[i]! - prices[i - h]!) / 100 : prices[i]! / prices[i - h]! - 1;
     if (move < worst) worst = move;
     if (move > best) best = move;
   }

@@ -5,8 +5,10 @@
  */
 import { type DriverInput, estimateFactorModel, type FactorModel } from './estimation';
 import { CalcInputError } from './input-error';
+import { instrumentTypeOf, positionFacts, type ReferenceSource } from './instruments';
 import { loadWindow, type MarketWindow, MIN_RETURNS, type Sampling, type SeriesSource } from './market-data';
 import { type Seed, seedFromNumber, seedFromRequest } from './random';
+import type { PositionFacts } from './position-facts';
 import type { PositionExposure } from './simulation';
 
 /** Tail fraction by confidence (§6). */
@@ -46,10 +48,23 @@ export interface CalcSecurity {
   readonly multiplier?: number | null;
   /** To the base currency; null = 1 (FX risk itself comes with a later issue). */
   readonly fx_rate?: number | null;
+  /** ISO 4217 currency of the position (§9); null = the master's, else the base currency. */
+  readonly currency?: string | null;
+  /** Free text the reporting step can group and filter by (§14, §15). */
+  readonly label?: string | null;
 }
 
 export interface CommonRequest {
   readonly securities: readonly CalcSecurity[];
+  /** ISO 4217 code every exposure and result is expressed in (§9); default USD. */
+  readonly base_currency?: string | null;
+  /**
+   * §11 and §13 parameters the model does not compute yet: accepted in the types so the endpoint
+   * can pass its body through, refused by `normaliseCommon` when set (never silently ignored).
+   */
+  readonly volatility_surface?: unknown;
+  readonly forecasts?: unknown;
+  readonly drift?: boolean | null;
   /** `YYYYMMDD`; null = the latest date of the first projection's series. */
   readonly date?: string | null;
   readonly nlv?: number | null;
@@ -72,6 +87,7 @@ export interface CalcOptions {
 
 export interface NormalisedCommon {
   securities: CalcSecurity[];
+  base_currency: string;
   date: string | null;
   nlv: number | null;
   sampling: Sampling;
@@ -87,6 +103,18 @@ function check(condition: boolean, parameter: string, message: string): asserts 
 function optionalFinite(value: unknown, parameter: string): number | null {
   if (value === undefined || value === null) return null;
   check(typeof value === 'number' && Number.isFinite(value), parameter, 'must be a finite number or null.');
+  return value;
+}
+
+function optionalCurrency(value: unknown, parameter: string): string | null {
+  if (value === undefined || value === null) return null;
+  check(typeof value === 'string' && /^[A-Za-z]{3}$/.test(value), parameter, 'must be an ISO 4217 code.');
+  return value.toUpperCase();
+}
+
+function optionalLabel(value: unknown, parameter: string): string | null {
+  if (value === undefined || value === null) return null;
+  check(typeof value === 'string', parameter, 'must be a string.');
   return value;
 }
 
@@ -119,8 +147,23 @@ export function normaliseCommon(request: CommonRequest): NormalisedCommon {
       market_price: marketPrice,
       multiplier,
       fx_rate: fxRate,
+      currency: optionalCurrency(security.currency, `${where}.currency`),
+      label: optionalLabel(security.label, `${where}.label`),
     };
   });
+  const baseCurrency = optionalCurrency(request.base_currency, 'base_currency') ?? 'USD';
+  // Not yet modelled (§11 surfaces, §13 forecasts and drift): an answer that ignored them would be wrong.
+  for (const [name, value] of [
+    ['volatility_surface', request.volatility_surface],
+    ['forecasts', request.forecasts],
+  ] as const) {
+    check(value === undefined || value === null, name, 'is not computed by the model yet.');
+  }
+  check(
+    request.drift === undefined || request.drift === null || request.drift === false,
+    'drift',
+    'is not computed by the model yet.',
+  );
   const date = request.date ?? null;
   check(date === null || /^\d{8}$/.test(date), 'date', 'must be YYYYMMDD or null.');
   const sampling = request.sampling ?? 1;
@@ -142,6 +185,7 @@ export function normaliseCommon(request: CommonRequest): NormalisedCommon {
   }
   return {
     securities,
+    base_currency: baseCurrency,
     date,
     nlv: optionalFinite(request.nlv, 'nlv'),
     sampling,
@@ -191,10 +235,50 @@ export interface PreparedPortfolio {
   readonly heldDrivers: number;
   /** Mapped positions in request order. */
   readonly positions: readonly (PositionExposure & { readonly id: string })[];
+  /** What the reporting step (§14, §15) reads of each mapped position, in the order of `positions`. */
+  readonly facts: readonly PositionFacts[];
   /** Σ v of each held driver. */
   readonly driverExposure: Float64Array;
   readonly nlv: number;
   readonly unmapped: readonly string[];
+}
+
+/** Instrument types whose invariant the model does not implement yet (§11 options, §12 absolute changes). */
+const NOT_MODELLED_YET: ReadonlySet<string> = new Set([
+  'EQUITY_OPTION',
+  'FUTURE_OPTION',
+  'FX_OPTION',
+  'FX_FORWARD',
+  'RATE',
+  'SPREAD',
+  'CASH',
+  'SWAP',
+]);
+
+/**
+ * Positions the model would get wrong today are refused, never priced as if they were stocks: options,
+ * rates, spreads and cash (§9, §11, §12), and positions in a currency other than the base currency,
+ * whose FX risk (§10) is not simulated yet.
+ */
+function refuseUnmodelled(common: NormalisedCommon, market: SeriesSource): void {
+  const reference = market as ReferenceSource;
+  common.securities.forEach((security, i) => {
+    const attributes = reference.attributes?.(security.symbol) ?? {};
+    const type = instrumentTypeOf(security.symbol, attributes);
+    check(
+      !NOT_MODELLED_YET.has(type),
+      `securities[${i}].symbol`,
+      `${security.symbol} is a ${type} position, which the model does not compute yet.`,
+    );
+    const master =
+      typeof attributes.currency === 'string' && attributes.currency !== '' ? attributes.currency : null;
+    const currency = (security.currency ?? master ?? common.base_currency).toUpperCase();
+    check(
+      currency === common.base_currency,
+      `securities[${i}].currency`,
+      `${security.symbol} is in ${currency}, not the base currency ${common.base_currency}: FX risk is not computed yet.`,
+    );
+  });
 }
 
 /**
@@ -208,6 +292,7 @@ export function preparePortfolio(
   distress: boolean,
 ): PreparedPortfolio {
   const { projection } = common;
+  refuseUnmodelled(common, market);
   const held = common.securities.map((s) => s.symbol);
   const window = loadWindow(market, [...projection, ...held, ...extraSymbols], common.date, common.sampling);
   for (const symbol of projection) {
@@ -244,6 +329,7 @@ export function preparePortfolio(
   });
 
   const positions: (PositionExposure & { id: string })[] = [];
+  const modelled: Parameters<typeof positionFacts>[0][number][] = [];
   const driverExposure = new Float64Array(heldDrivers);
   let valued = 0;
   for (const security of common.securities) {
@@ -255,6 +341,7 @@ export function preparePortfolio(
     if (driver === undefined) continue;
     check(Number.isFinite(exposure), 'securities', `${security.id} has no price to value it.`);
     positions.push({ id: security.id, driver, exposure });
+    modelled.push({ ...security, exposure });
     driverExposure[driver]! += exposure;
   }
   const nlv = common.nlv ?? valued;
@@ -268,6 +355,7 @@ export function preparePortfolio(
     driverIndex,
     heldDrivers,
     positions,
+    facts: positionFacts(modelled, market, common.base_currency, window.calendar.anchorDay),
     driverExposure,
     nlv,
     unmapped,

@@ -5,6 +5,7 @@
  */
 import { type FactorModel, mixtureCovariance } from './estimation';
 import { CalcInputError } from './input-error';
+import type { PositionFacts } from './position-facts';
 import type { SeriesSource } from './market-data';
 import {
   type CalcOptions,
@@ -98,7 +99,7 @@ export function volatilityAttribution(
   return { portfolio, values };
 }
 
-export type PreparedRiskAttribution =
+export type PreparedRiskAttribution = (
   | { readonly kind: 'analytic'; readonly portfolio: number; readonly result: RiskAttributionResult }
   | {
       readonly kind: 'simulation';
@@ -108,7 +109,11 @@ export type PreparedRiskAttribution =
       /** The set whose components are the mctr: cvar_neg for cvar, the VaR band for var. */
       pick(result: SimulationResult): PathSetResult;
       finish(result: SimulationResult): RiskAttributionResult;
-    };
+    }
+) & {
+  /** The facts of each position of `results`, in their order, for the reporting step (§14, §15). */
+  readonly facts: readonly PositionFacts[];
+};
 
 interface NormalisedRiskAttribution extends NormalisedCommon {
   horizon: number;
@@ -125,7 +130,12 @@ function normalise(request: RiskAttributionRequest): NormalisedRiskAttribution {
   }
   const confidence = request.confidence ?? '95%';
   tailOf(confidence);
-  return { ...common, horizon, risk_measure: riskMeasure, confidence };
+  return {
+    ...common,
+    horizon,
+    risk_measure: riskMeasure,
+    confidence,
+  };
 }
 
 export function prepareRiskAttribution(
@@ -149,7 +159,7 @@ export function prepareRiskAttribution(
 
   if (normalised.risk_measure === 'vol') {
     const vol = volatilityAttribution(model, positions, driverExposure, nlv, normalised.sampling);
-    return { kind: 'analytic', portfolio: vol.portfolio, result: shape(vol.values) };
+    return { kind: 'analytic', portfolio: vol.portfolio, result: shape(vol.values), facts: prepared.facts };
   }
   const paths = resolvePaths(options);
   const seed = resolveSeed(options, {
@@ -173,6 +183,7 @@ export function prepareRiskAttribution(
     scenario,
     simulation,
     nlv,
+    facts: prepared.facts,
     pick,
     finish: (result) => shape(positionComponents(scenario, pick(result), positions, nlv)),
   };

@@ -4,8 +4,9 @@
  */
 import { driverVariance, type FactorModel } from './estimation';
 import { CalcInputError } from './input-error';
+import type { PositionFacts } from './position-facts';
 import { psdRoot } from './linear-algebra';
-import { extremeMoves, MIN_RETURNS, toDaySeries, type SeriesSource } from './market-data';
+import { extremeMoves, isLevelSeries, MIN_RETURNS, toDaySeries, type SeriesSource } from './market-data';
 import {
   type CalcOptions,
   checkHorizon,
@@ -63,17 +64,33 @@ export interface StressTestResult {
 /** Horizon search (§7): from the smallest multiple of s that is at least 5 days. */
 export const MIN_SEARCH_HORIZON = 5;
 
-/** [expm1(−2σ√(h/s)), expm1(+2σ√(h/s))], σ per observation. */
-export function dynamicRange(sigma: number, horizon: number, sampling: number): [number, number] {
+/**
+ * A move of the invariant (log-return, or points for a rate or spread) as a magnitude, and back:
+ * e^x − 1 and ln(1 + m), or x / 100 and m × 100 (§12: levels are in percent, magnitudes in decimals).
+ */
+export function toMagnitude(x: number, levels: boolean): number {
+  return levels ? x / 100 : Math.expm1(x);
+}
+export function fromMagnitude(magnitude: number, levels: boolean): number {
+  return levels ? magnitude * 100 : Math.log1p(magnitude);
+}
+
+/** [m(−2σ√(h/s)), m(+2σ√(h/s))], σ per observation, m the magnitude of an invariant move. */
+export function dynamicRange(
+  sigma: number,
+  horizon: number,
+  sampling: number,
+  levels = false,
+): [number, number] {
   const spread = 2 * sigma * Math.sqrt(horizon / sampling);
-  return [Math.expm1(-spread), Math.expm1(spread)];
+  return [toMagnitude(-spread, levels), toMagnitude(spread, levels)];
 }
 
 /** The smallest h ≥ 5, a multiple of s, whose dynamic range holds the magnitude; capped at 1260. */
-export function searchHorizon(sigma: number, magnitude: number, sampling: number): number {
+export function searchHorizon(sigma: number, magnitude: number, sampling: number, levels = false): number {
   const first = Math.ceil(MIN_SEARCH_HORIZON / sampling) * sampling;
   for (let h = first; h <= MAX_HORIZON; h += sampling) {
-    const [lo, hi] = dynamicRange(sigma, h, sampling);
+    const [lo, hi] = dynamicRange(sigma, h, sampling, levels);
     if (lo <= magnitude && magnitude <= hi) return h;
   }
   return Math.floor(MAX_HORIZON / sampling) * sampling;
@@ -169,6 +186,8 @@ export interface PreparedStressTest {
   readonly scenario: Scenario;
   readonly simulation: SimulationOptions;
   readonly nlv: number;
+  /** The facts of each position of `results`, in their order, for the reporting step (§14, §15). */
+  readonly facts: readonly PositionFacts[];
   /** Turns a simulation of `scenario` into the spec's object. */
   finish(result: SimulationResult): StressTestResult;
 }
@@ -187,7 +206,11 @@ function normalise(request: StressTestRequest): NormalisedStressTest {
   const shock = request.shock ?? 'IND:SPX';
   if (typeof shock !== 'string' || shock === '') throw new CalcInputError('shock', 'must be a symbol.');
   const { magnitude } = request;
-  if (typeof magnitude !== 'number' || !Number.isFinite(magnitude) || magnitude <= -1) {
+  if (typeof magnitude !== 'number' || !Number.isFinite(magnitude)) {
+    throw new CalcInputError('magnitude', 'must be a finite decimal.');
+  }
+  // A price cannot fall by 100%; a rate or spread moves by magnitude × 100 points, either way (§12).
+  if (!isLevelSeries(shock) && magnitude <= -1) {
     throw new CalcInputError('magnitude', 'must be a finite decimal greater than −1.');
   }
   const confidence = request.confidence ?? '95%';
@@ -220,14 +243,16 @@ export function prepareStressTest(
     (1 - pi) * driverVariance(model, shockDriver, 'calm') +
       pi * driverVariance(model, shockDriver, 'distress'),
   );
-  const horizon = normalised.horizon ?? searchHorizon(sigma, magnitude, sampling);
-  const range = dynamicRange(sigma, horizon, sampling);
+  const levels = isLevelSeries(shock);
+  const horizon = normalised.horizon ?? searchHorizon(sigma, magnitude, sampling, levels);
+  const range = dynamicRange(sigma, horizon, sampling, levels);
   const extrapolated = magnitude < range[0] || magnitude > range[1];
   const moves = extremeMoves(toDaySeries(shock, shockRaw), prepared.window.calendar.anchorDay, horizon);
   // No h-day move in the history at all: nothing vouches for the magnitude.
   const outOfRange = moves === null || magnitude < moves.worst || magnitude > moves.best;
 
-  const logReturn = Math.log1p(magnitude);
+  // c of §7: ln(1 + magnitude), or magnitude × 100 points for a rate or spread (§12).
+  const logReturn = fromMagnitude(magnitude, levels);
   const { scenario, conditioning } = conditionalScenario(
     model,
     prepared.driverExposure,
@@ -244,6 +269,7 @@ export function prepareStressTest(
   };
   // The closure below keeps only what it needs, not the window of returns.
   const { positions, nlv, unmapped } = prepared;
+  const projectionLevels = projection.map(isLevelSeries);
   const labels = [...projection, RESIDUAL];
   const asValues = (values: Float64Array, i: number): ProjectionValue[] =>
     labels.map((label, j) => ({ projection: label, value: values[i * (k + 1) + j]! }));
@@ -252,6 +278,7 @@ export function prepareStressTest(
     scenario,
     simulation,
     nlv,
+    facts: prepared.facts,
     finish(result) {
       const ev = positionComponents(scenario, result.ev, positions, nlv);
       const cvarNeg = positionComponents(scenario, result.cvarNeg, positions, nlv);
@@ -260,7 +287,7 @@ export function prepareStressTest(
         magnitude,
         extrapolated,
         out_of_range: outOfRange,
-        implied_magnitudes: Array.from(conditioning.mean, (m) => Math.expm1(m)),
+        implied_magnitudes: Array.from(conditioning.mean, (m, j) => toMagnitude(m, projectionLevels[j]!)),
         results: positions.map((position, i) => ({
           id: position.id,
           ev: asValues(ev, i),

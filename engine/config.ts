@@ -144,7 +144,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     name: 'CALC_BACKEND',
     default: 'auto',
     description:
-      'Monte Carlo backend: `auto` (a start-up probe times typed, threads and gpujs and keeps the fastest), or one of reference, typed, threads, gpujs.',
+      'Monte Carlo backend: `auto` (the first process times typed, threads, gpujs; all processes use the fastest), or reference, typed, threads, gpujs.',
   },
   {
     name: 'CALC_THREADS',

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
   // Scripts' runStressTest and runRiskAttribution simulate here: CALC_BACKEND=auto (the default)
   // times typed, threads (CALC_THREADS, default os.availableParallelism()) and gpujs at start.
-  const simulation = await startSimulationEngine(config);
+  const simulation = await startSimulationEngine(config, db);
   console.log(
     `worker: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,
   );

@@ -13,8 +13,12 @@ const HealthCheck = Type.Object({
       name: Type.String({ description: 'reference, typed, threads or gpujs.' }),
       detail: Type.String({ description: 'Thread count, or the gpu.js mode (webgpu, webasm, cpu).' }),
       chosen_by: Type.String({
-        description: 'probe (CALC_BACKEND=auto timed the candidates at start) or configured.',
+        description:
+          'probe (CALC_BACKEND=auto: the installation’s first process timed the candidates and every process uses its choice) or configured.',
       }),
+      chosen_at: Type.Optional(
+        Type.String({ format: 'date-time', description: 'When the installation’s probe chose the backend.' }),
+      ),
       probe_ms: Type.Record(Type.String(), Type.Union([Type.Number(), Type.String()]), {
         description: 'The start-up probe’s best time per candidate, or why one was skipped.',
       }),

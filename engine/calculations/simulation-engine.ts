@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { SimulationBackend } from '../../calc';
 import { chooseBackend, createBackend } from '../../calc/backends/choose';
+import type { BackendName } from '../../calc/backends/backend';
 import type { CalcBackendSetting } from '../config';
+import type { Database } from '../db/database';
 
 /**
  * The simulation backend a process runs its calculations on, and how it was picked. The API and
@@ -9,10 +11,15 @@ import type { CalcBackendSetting } from '../config';
  */
 export interface SimulationEngine {
   readonly backend: SimulationBackend;
-  /** `probe`: CALC_BACKEND=auto timed the candidates; `configured`: CALC_BACKEND named it. */
+  /**
+   * `probe`: CALC_BACKEND=auto timed the candidates (in this process or, recorded in the database,
+   * in the installation's first process); `configured`: CALC_BACKEND named it.
+   */
   readonly chosenBy: 'probe' | 'configured';
   /** The probe's best-of-two milliseconds per candidate (or why it was skipped); empty when configured. */
   readonly probe: Readonly<Record<string, number | string>>;
+  /** When the installation's probe chose the backend (ISO 8601); null when configured or unrecorded. */
+  readonly chosenAt: string | null;
 }
 
 /** What the health check shows of it. */
@@ -21,6 +28,7 @@ export function describeSimulationEngine(engine: SimulationEngine) {
     name: engine.backend.name,
     detail: engine.backend.detail,
     chosen_by: engine.chosenBy,
+    ...(engine.chosenAt === null ? {} : { chosen_at: engine.chosenAt }),
     probe_ms: Object.fromEntries(
       Object.entries(engine.probe).map(([name, value]) => [
         name,
@@ -30,22 +38,71 @@ export function describeSimulationEngine(engine: SimulationEngine) {
   };
 }
 
+/** Arbitrary constant naming the advisory lock under which one process probes for the installation. */
+const PROBE_LOCK_KEY = 728_204_116;
+
+interface RecordedChoice {
+  name: BackendName;
+  probe_ms: Record<string, number | string>;
+  chosen_at: Date;
+}
+
 /**
- * Starts the backend CALC_BACKEND asks for. `auto` runs the start-up probe (a fixed 200-security,
- * 8192-path case, about a second on 2 cores) and keeps the fastest of typed, threads and gpujs; the
- * others are closed. A named backend that fails to start stops start-up: the operator asked for it.
+ * Starts the backend CALC_BACKEND asks for. A named backend that fails to start stops start-up: the
+ * operator asked for it.
+ *
+ * `auto` (§5: one installation, one backend). With a database, the probe runs once per installation:
+ * the first process to start (API or worker, any replica) takes an advisory lock, times the
+ * candidates and records the winner in `calculation_backend`; every other process waits on the lock,
+ * then starts the recorded backend without probing. Without one process-local probes, API `typed`
+ * and worker `threads` could answer the same request differently. If the recorded backend cannot
+ * start here (gpu.js missing on one host) start-up fails rather than silently computing with another
+ * one; the operator sets CALC_BACKEND or deletes the row to probe again.
+ *
+ * Without a database (tests, the in-process app) the probe is this process's own. The probe is a
+ * fixed 200-security, 8192-path case, about a second on 2 cores, and keeps the fastest of typed,
+ * threads and gpujs.
  */
-export async function startSimulationEngine(settings: {
-  calcBackend: CalcBackendSetting;
-  calcThreads: number;
-}): Promise<SimulationEngine> {
-  if (settings.calcBackend === 'auto') {
-    const { backend, timings } = await chooseBackend({
-      threads: settings.calcThreads,
-      clock: () => performance.now(),
-    });
-    return { backend, chosenBy: 'probe', probe: timings };
+export async function startSimulationEngine(
+  settings: { calcBackend: CalcBackendSetting; calcThreads: number },
+  db: Database | null = null,
+): Promise<SimulationEngine> {
+  if (settings.calcBackend !== 'auto') {
+    const backend = await createBackend(settings.calcBackend, { threads: settings.calcThreads });
+    return { backend, chosenBy: 'configured', probe: {}, chosenAt: null };
   }
-  const backend = await createBackend(settings.calcBackend, { threads: settings.calcThreads });
-  return { backend, chosenBy: 'configured', probe: {} };
+  const probe = () => chooseBackend({ threads: settings.calcThreads, clock: () => performance.now() });
+  if (db === null) {
+    const { backend, timings } = await probe();
+    return { backend, chosenBy: 'probe', probe: timings, chosenAt: null };
+  }
+  return db.transaction(async (trx) => {
+    // Transaction-scoped: released at commit, or if this process dies mid-probe.
+    await trx.raw('SELECT pg_advisory_xact_lock(?)', [PROBE_LOCK_KEY]);
+    const recorded = (await trx('calculation_backend').where('id', 1).first()) as RecordedChoice | undefined;
+    if (recorded) {
+      let backend: SimulationBackend;
+      try {
+        backend = await createBackend(recorded.name, { threads: settings.calcThreads });
+      } catch (error) {
+        throw new Error(
+          `The installation computes with the ${recorded.name} backend (probed ${recorded.chosen_at.toISOString()}), ` +
+            `which cannot start in this process: ${error instanceof Error ? error.message : String(error)}. ` +
+            'Set CALC_BACKEND on every process, or delete the calculation_backend row to probe again.',
+          { cause: error },
+        );
+      }
+      return {
+        backend,
+        chosenBy: 'probe' as const,
+        probe: recorded.probe_ms,
+        chosenAt: recorded.chosen_at.toISOString(),
+      };
+    }
+    const { backend, timings } = await probe();
+    const [row] = (await trx('calculation_backend')
+      .insert({ id: 1, name: backend.name, probe_ms: JSON.stringify(timings) })
+      .returning(['chosen_at'])) as Array<{ chosen_at: Date }>;
+    return { backend, chosenBy: 'probe' as const, probe: timings, chosenAt: row!.chosen_at.toISOString() };
+  });
 }

@@ -7,6 +7,7 @@ import * as marketData from '../../migrations/20261122030000_market_data';
 import * as integrations from '../../migrations/20261123000000_integrations';
 import * as builtinTemplates from '../../migrations/20261123010000_builtin_templates';
 import * as sdkJournal from '../../migrations/20261123020000_sdk_journal';
+import * as calculationBackend from '../../migrations/20261124010000_calculation_backend';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -21,6 +22,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261123000000_integrations', integrations],
   ['20261123010000_builtin_templates', builtinTemplates],
   ['20261123020000_sdk_journal', sdkJournal],
+  ['20261124010000_calculation_backend', calculationBackend],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

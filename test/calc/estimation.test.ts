@@ -128,21 +128,21 @@ describe('projection', () => {
 });
 
 describe('distress regime', () => {
-  test('observations at or above the 90th percentile of the trailing 21-observation RMS', () => {
+  test('observations at or above the 90th percentile of the RMS over the previous 21 observations (t−21…t−1)', () => {
     const { factors } = returns(1260, 2, 0, 5);
     const first = factors[0]!;
     const mask = distressMask(first);
     const rms: number[] = [];
-    for (let t = 20; t < first.length; t++) {
+    for (let t = 21; t < first.length; t++) {
       let sum = 0;
-      for (let u = t - 20; u <= t; u++) sum += first[u]! ** 2;
+      for (let u = t - 21; u < t; u++) sum += first[u]! ** 2;
       rms.push(Math.sqrt(sum / 21));
     }
     const sorted = [...rms].sort((a, b) => a - b);
     const pos = 0.9 * (sorted.length - 1);
     const threshold =
       sorted[Math.floor(pos)]! + (pos % 1) * (sorted[Math.floor(pos) + 1]! - sorted[Math.floor(pos)]!);
-    const expected = [...new Array<number>(20).fill(0), ...rms.map((v) => (v >= threshold ? 1 : 0))];
+    const expected = [...new Array<number>(21).fill(0), ...rms.map((v) => (v >= threshold ? 1 : 0))];
     expect(Array.from(mask)).toEqual(expected);
 
     const model = estimateFactorModel({

@@ -2,6 +2,7 @@
  * On real history (../shared/data/market, read in place): IND:SPX is the SP500 column of
  * sp500_index_1990_2022.csv; after 2022 SPY stands in for it (the data README's advice).
  */
+import { distressMask } from '../../calc/estimation';
 import { dayNumber, type PriceSeries } from '../../calc/market-data';
 import { runRiskAttribution } from '../../calc/risk-attribution';
 import { prepareStressTest, runStressTest, type StressTestRequest } from '../../calc/stress-test';
@@ -81,6 +82,53 @@ describe('S&P 500 −10% on a stock portfolio', () => {
       expect(result.out_of_range).toBe(false);
     },
   );
+});
+
+describe('distress regime on real S&P 500 history (§4)', () => {
+  /** An independent reading of §4: RMS over t−21…t−1, numpy-style 90th percentile, ≥ threshold. */
+  function independentMask(r: Float64Array): number[] {
+    const rms = Array.from(r, (_, t) =>
+      t < 21 ? NaN : Math.sqrt(r.slice(t - 21, t).reduce((s, x) => s + x * x, 0) / 21),
+    );
+    const sorted = rms.filter((x) => !isNaN(x)).sort((a, b) => a - b);
+    const pos = 0.9 * (sorted.length - 1);
+    const lo = Math.floor(pos);
+    const threshold = sorted[lo]! + (pos - lo) * (sorted[lo + 1]! - sorted[lo]!);
+    return rms.map((x) => (x >= threshold ? 1 : 0));
+  }
+
+  test.each(['20201231', '20091231'])('window ending %s: the mask matches t−21…t−1, never t', (date) => {
+    const [spx] = directReturns(['IND:SPX'], 'IND:SPX', date);
+    const mask = Array.from(distressMask(spx!));
+    expect(mask).toEqual(independentMask(spx!));
+    expect(mask.slice(0, 21).every((m) => m === 0)).toBe(true);
+    // A day's own move does not classify it: the mask is unchanged when one day's return is
+    // replaced, except through the days after it (and the threshold, which we keep fixed by
+    // replacing it with a return of the same size and opposite sign).
+    const worst = spx!.reduce((w, x, t) => (Math.abs(x) > Math.abs(spx![w]!) ? t : w), 0);
+    const flipped = Float64Array.from(spx!);
+    flipped[worst] = -flipped[worst]!;
+    expect(Array.from(distressMask(flipped))).toEqual(mask);
+  });
+
+  test('the first day of the 2020 sell-off (2020-02-24, −3.4%) is calm: its own move does not count', () => {
+    const date = '20201231';
+    const calendar = Array.from(market.get('IND:SPX')!.dates as Int32Array).filter(
+      (d) => d <= dayNumber(date),
+    );
+    const window = calendar.slice(-1261).slice(1);
+    const [spx] = directReturns(['IND:SPX'], 'IND:SPX', date);
+    const t = window.indexOf(dayNumber('20200224'));
+    expect(spx![t]!).toBeLessThan(-0.03);
+    const mask = distressMask(spx!);
+    expect(mask[t]).toBe(0);
+    // Under the old rule (t−20…t) the day's own move would have classified it.
+    const own = Math.sqrt(spx!.slice(t - 20, t + 1).reduce((s, x) => s + x * x, 0) / 21);
+    const previous = Math.sqrt(spx!.slice(t - 21, t).reduce((s, x) => s + x * x, 0) / 21);
+    expect(own).toBeGreaterThan(1.3 * previous);
+    // The next day's value includes the −3.4% move and the week after is distress.
+    expect(mask[window.indexOf(dayNumber('20200302'))]).toBe(1);
+  });
 });
 
 describe('dynamic range, horizon search and history', () => {

@@ -26,6 +26,7 @@ describe('migrations', () => {
         '20261123000000_integrations',
         '20261123010000_builtin_templates',
         '20261123020000_sdk_journal',
+        '20261124010000_calculation_backend',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -37,6 +38,7 @@ describe('migrations', () => {
         { name: '20261123000000_integrations' },
         { name: '20261123010000_builtin_templates' },
         { name: '20261123020000_sdk_journal' },
+        { name: '20261124010000_calculation_backend' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {
