@@ -7,6 +7,7 @@ import { randomAlphanumeric } from '../engine/ids';
 import type { SimulationEngine } from '../engine/calculations/simulation-engine';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
+import databaseBreaker from './http/database-breaker';
 import errorHandler from './http/error-handler';
 import openapi from './http/openapi';
 import requestEncoding from './http/request-encoding';
@@ -82,6 +83,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(requestTiming);
   await app.register(errorHandler, { db: deps.db, maxPayloadBytes: deps.config.maxPayloadBytes });
+  // Before authentication: an open breaker answers 503 without touching the database.
+  await app.register(databaseBreaker, { db: deps.db });
   await app.register(authentication, { db: deps.db, rateLimitPerMinute: deps.config.rateLimitPerMinute });
   await app.register(requestEncoding, { maxPayloadBytes: deps.config.maxPayloadBytes });
   await app.register(compress, {
