@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../engine/config';
 import type { Database } from '../engine/db/database';
+import type { TemporalHealth } from '../engine/health/dependency-health';
 import { randomAlphanumeric } from '../engine/ids';
 import type { SimulationEngine } from '../engine/calculations/simulation-engine';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
@@ -40,6 +41,8 @@ export interface AppDependencies {
   /** The calculations' simulation backend; the plain reference model when not given (tests). */
   simulation?: SimulationEngine;
   logger?: FastifyServerOptions['logger'];
+  /** Asks Temporal about itself and the task queue's pollers, for the health check; none in most tests. */
+  temporalHealth?: () => Promise<TemporalHealth>;
 }
 
 /** Never let a credential reach the log: the webhook's `key` rides on the query string. */
@@ -97,7 +100,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(
     async (v2) => {
-      await v2.register(healthCheckRoutes, { simulation: deps.simulation ?? null });
+      await v2.register(healthCheckRoutes, {
+        simulation: deps.simulation ?? null,
+        db: deps.db,
+        temporalHealth: deps.temporalHealth ?? null,
+      });
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
       await v2.register(portfolioRoutes, { db: deps.db });

@@ -37,8 +37,9 @@ export default fp(
       timer = setTimeout(() => void probe(), PROBE_INTERVAL_MS);
     };
 
-    app.addHook('onRequest', async (_request, reply) => {
-      if (!open) return;
+    app.addHook('onRequest', async (request, reply) => {
+      // The health check reports the outage itself, with each dependency's status.
+      if (!open || request.url.startsWith('/v2/health_check')) return;
       reply.header('retry-after', String(RETRY_AFTER_SECONDS));
       throw new ServiceUnavailable(undefined, RETRY_AFTER_SECONDS);
     });

@@ -79,7 +79,7 @@ test('with the database unreachable every request answers 503 with Retry-After, 
 
   await relay.down();
   const outage = [];
-  for (let i = 0; i < 20; i++) outage.push(await get(i % 2 ? '/v2/health_check' : '/v2/workspaces'));
+  for (let i = 0; i < 20; i++) outage.push(await get(i % 2 ? '/v2/portfolios' : '/v2/workspaces'));
   for (const answer of outage) {
     expect(answer).toMatchObject({
       status: 503,
@@ -90,6 +90,23 @@ test('with the database unreachable every request answers 503 with Retry-After, 
   // The first request finds out (a refused connection); the rest meet the open breaker.
   expect(outage.slice(1).every((answer) => answer.ms < 100)).toBe(true);
 
+  // The health check is not refused: it says what is down.
+  // As probes call it: without credentials.
+  const health = await testApp.app.inject({ method: 'GET', url: '/v2/health_check' });
+  expect(health.statusCode).toBe(503);
+  expect(health.json()).toMatchObject({
+    api_status: 'DEGRADED',
+    version: 'v2',
+    name: 'Portfolio Analytics Service',
+    dependencies: {
+      database: { status: 'down', detail: expect.stringContaining('ECONNREFUSED') },
+      calculation_backend: { status: 'up' },
+    },
+  });
+
+  // With credentials it cannot check them: 503 {code, message}, never a 500.
+  expect(await get('/v2/health_check')).toMatchObject({ status: 503, body: { code: 503 }, retryAfter: '2' });
+
   await relay.up();
   const recovered = Date.now();
   let status = 0;
@@ -99,4 +116,8 @@ test('with the database unreachable every request answers 503 with Retry-After, 
   }
   expect(status).toBe(200);
   expect(Date.now() - recovered).toBeLessThan(10_000);
+  expect((await get('/v2/health_check')).body).toMatchObject({
+    api_status: 'OK',
+    dependencies: { database: { status: 'up' } },
+  });
 }, 60_000);
