@@ -120,6 +120,8 @@ describe('launcher', () => {
       TEMPORAL_DEV_PORT: String(await freePort()),
       TEMPORAL_UI_PORT: String(await freePort()),
       LOG_LEVEL: 'warn',
+      // The outage test's load must meet 503s, not the rate limit.
+      RATE_LIMIT_PER_MINUTE: '100000',
     };
   });
   afterAll(async () => {
@@ -175,21 +177,22 @@ describe('launcher', () => {
     }
   }, 400_000);
 
-  test('the supervisor restarts a killed PostgreSQL, Temporal dev server and API; the CLI signs in with the stored password', async () => {
+  test('the supervisor restarts a killed PostgreSQL (only 503s meanwhile, no acknowledged write lost), Temporal dev server and API; the CLI signs in with the stored password', async () => {
     const started = await startLauncher(env);
     const root = started.child.pid!;
     const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
-    // The first test made the owner and its key; a fresh key from the CLI, through the running server's
-    // password file (no DATABASE_URL), proves the CLI finds it.
+    // A key made by the CLI through the running server's password file (no DATABASE_URL) proves the CLI
+    // finds it.
     const cliEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
     delete cliEnv.DATABASE_URL;
-    const listed = spawnSync(process.execPath, [path.join(ROOT, 'engine/cli/pas.mjs'), 'accounts', 'list'], {
-      env: cliEnv,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(listed.status).toBe(0);
-    expect(listed.stdout).toContain('Default account');
+    const created = spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'engine/cli/pas.mjs'), 'keys', 'create', '--json'],
+      { env: cliEnv, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(created.status).toBe(0);
+    const key = JSON.parse(created.stdout) as { account_sid: string; auth_token: string };
+    const bearer = `Bearer ${key.account_sid}:${key.auth_token}`;
 
     const statusOf = async (url: string) => (await fetch(url)).status;
     const sinceHere = () => started.output().length;
@@ -200,6 +203,27 @@ describe('launcher', () => {
         readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8'),
         10,
       );
+      // Mixed reads and writes while it dies and comes back: only 200s and 503s, no acknowledged write lost.
+      const statuses: Record<number, number> = {};
+      const acknowledged: string[] = [];
+      let loading = true;
+      const load = (async () => {
+        for (let n = 0; loading; n++) {
+          const name = `outage-${n}`;
+          const write = n % 2 === 0;
+          const res = await fetch(`${baseUrl}/workspaces`, {
+            method: write ? 'POST' : 'GET',
+            headers: { authorization: bearer, 'content-type': 'application/json' },
+            ...(write ? { body: JSON.stringify({ name }) } : {}),
+          }).catch(() => null);
+          await res?.arrayBuffer();
+          const status = res?.status ?? 0;
+          statuses[status] = (statuses[status] ?? 0) + 1;
+          if (write && status === 200) acknowledged.push(name);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
       process.kill(postmaster, 'SIGKILL');
       expect(
         await eventually(
@@ -215,6 +239,14 @@ describe('launcher', () => {
           30_000,
         ),
       ).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      loading = false;
+      await load;
+      expect(Object.keys(statuses).sort()).toEqual(['200', '503']);
+      for (const name of acknowledged) {
+        const res = await fetch(`${baseUrl}/workspaces/${name}`, { headers: { authorization: bearer } });
+        expect([name, res.status]).toEqual([name, 200]);
+      }
 
       // Temporal: restarted on its SQLite file.
       mark = sinceHere();
