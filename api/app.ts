@@ -4,10 +4,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../engine/config';
 import type { Database } from '../engine/db/database';
+import type { TemporalHealth } from '../engine/health/dependency-health';
 import { randomAlphanumeric } from '../engine/ids';
 import type { SimulationEngine } from '../engine/calculations/simulation-engine';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
+import databaseBreaker from './http/database-breaker';
 import errorHandler from './http/error-handler';
 import methodNotAllowed from './http/method-not-allowed';
 import openapi from './http/openapi';
@@ -41,6 +43,8 @@ export interface AppDependencies {
   /** The calculations' simulation backend; the plain reference model when not given (tests). */
   simulation?: SimulationEngine;
   logger?: FastifyServerOptions['logger'];
+  /** Asks Temporal about itself and the task queue's pollers, for the health check; none in most tests. */
+  temporalHealth?: () => Promise<TemporalHealth>;
 }
 
 const AJV_OPTIONS = {
@@ -113,6 +117,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(requestTiming);
   await app.register(methodNotAllowed);
   await app.register(errorHandler, { db: deps.db, maxPayloadBytes: deps.config.maxPayloadBytes });
+  // Before authentication: an open breaker answers 503 without touching the database.
+  await app.register(databaseBreaker, { db: deps.db });
   await app.register(authentication, { db: deps.db, rateLimitPerMinute: deps.config.rateLimitPerMinute });
   await app.register(requestEncoding, { maxPayloadBytes: deps.config.maxPayloadBytes });
   await app.register(compress, {
@@ -125,7 +131,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(
     async (v2) => {
-      await v2.register(healthCheckRoutes, { simulation: deps.simulation ?? null });
+      await v2.register(healthCheckRoutes, {
+        simulation: deps.simulation ?? null,
+        db: deps.db,
+        temporalHealth: deps.temporalHealth ?? null,
+      });
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
       await v2.register(portfolioRoutes, { db: deps.db });

@@ -9,6 +9,7 @@ import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
 import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
+import { temporalHealthProbe } from '../engine/health/dependency-health';
 import { buildApp } from './app';
 
 /** API process entry: `npm run start:api` (stateless; scale out by running more of these). */
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     db,
     workflows,
     simulation,
+    temporalHealth: temporalHealthProbe(client, config.temporalNamespace, config.temporalTaskQueue),
   });
   app.log.info(
     { backend: describeSimulationEngine(simulation) },

@@ -53,3 +53,13 @@ export class TooManyRequests extends DomainError {
     super(429, message);
   }
 }
+
+/** A dependency (the database) is unreachable: the client should retry after `retryAfterSeconds`. */
+export class ServiceUnavailable extends DomainError {
+  constructor(
+    message = 'Service Unavailable: the database is unreachable; retry shortly.',
+    readonly retryAfterSeconds = 2,
+  ) {
+    super(503, message);
+  }
+}

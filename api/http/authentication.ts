@@ -28,6 +28,11 @@ declare module 'fastify' {
     /** Entity type named in ERROR/DENIED audit records of this route. */
     auditEntity?: string;
     auditOperation?: AuditOperation;
+    /**
+     * False: anonymous calls are not counted against the caller's address. The health check must answer
+     * (503, saying what is down) even when the rate-limit store, the database, is what is down.
+     */
+    anonymousRateLimit?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -114,12 +119,13 @@ export default fp(
           ? 'optional'
           : (request.routeOptions.config.auth ?? 'credentials');
       const principal = mode === 'none' ? null : await resolvePrincipal(db, request, mode);
+      request.principal = principal;
+      if (!principal && request.routeOptions.config.anonymousRateLimit === false) return;
       const bucket = principal ? `cred:${principal.credentialId}` : `ip:${request.ip}`;
       const state = await consumeRateLimit(db, bucket, rateLimitPerMinute);
       reply.header('X-Service-Rate-Limit-Allowed', state.allowed);
       reply.header('X-Service-Rate-Limit-Remaining', state.remaining);
       reply.header('X-Service-Rate-Limit-Reset', state.resetSeconds);
-      request.principal = principal;
       if (state.limited) {
         reply.header('Retry-After', state.resetSeconds);
         throw new TooManyRequests();

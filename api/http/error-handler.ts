@@ -2,7 +2,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { type AuditOperation, recordAudit } from '../../engine/audit/audit-trail';
 import type { Database } from '../../engine/db/database';
-import { DomainError } from '../../engine/errors';
+import { isDatabaseUnavailable } from '../../engine/db/database-faults';
+import { DomainError, ServiceUnavailable } from '../../engine/errors';
 import { isStorableText } from '../../engine/lists/storable-text';
 import { type ValidationIssue, validationMessage } from './validation-message';
 
@@ -25,6 +26,8 @@ export function describeError(
   request?: FastifyRequest,
 ): { status: number; message: string } {
   if (error instanceof DomainError) return { status: error.status, message: error.message };
+  // A known fault, not a bug: 503 (api/http/database-breaker.ts adds Retry-After).
+  if (isDatabaseUnavailable(error)) return { status: 503, message: new ServiceUnavailable().message };
   const fastifyError = error as FastifyError;
   if (fastifyError.validationContext === 'body' && request && request.body === undefined) {
     // No body at all (or an empty one): name what the route needs rather than "body must be object".

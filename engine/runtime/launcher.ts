@@ -6,6 +6,7 @@ import { type Config, ConfigError, loadConfig } from '../config';
 import { connectDatabase, migrateLatest } from '../db/database';
 import { SEARCH_ATTRIBUTES } from '../workflows/run-input';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres';
+import { exponentialBackoff, type Instance, Supervisor } from './supervisor';
 import {
   findTemporalCli,
   startTemporalDevServer,
@@ -16,24 +17,31 @@ import {
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 const CHILD_STOP_GRACE_MS = 20_000;
 const API_READY_TIMEOUT_MS = 120_000;
-
-interface Running {
-  postgres: EmbeddedPostgres | null;
-  temporal: TemporalDevServer | null;
-  children: ChildProcess[];
-}
+/** A child that fails more than 5 times within a minute is broken, not unlucky: the service stops. */
+const MAX_FAILURES = 5;
+const FAILURE_WINDOW_MS = 60_000;
 
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
 /** Spawns an api or worker process on this Node (24, with the flags isolated-vm needs). */
-function spawnChild(entry: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', path.join(PROJECT_ROOT, entry)], {
-    cwd: PROJECT_ROOT,
-    env,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+function spawnChild(entry: string, env: NodeJS.ProcessEnv): Instance {
+  const child = spawn(
+    process.execPath,
+    ['--no-node-snapshot', '--import', 'tsx', path.join(PROJECT_ROOT, entry)],
+    {
+      cwd: PROJECT_ROOT,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) =>
+      resolve(code !== null ? `exited with code ${code}` : `was killed by ${signal}`),
+    ),
+  );
+  return { exited, stop: () => stopChild(child) };
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
@@ -45,10 +53,10 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function waitForApi(url: string, child: ChildProcess): Promise<void> {
+/** Polls until the API answers; a crashing API is the supervisor's to restart or give up on. */
+async function waitForApi(url: string, stopped: () => boolean): Promise<void> {
   const deadline = Date.now() + API_READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error('the API process exited during start-up');
+  while (Date.now() < deadline && !stopped()) {
     try {
       const res = await fetch(url);
       if (res.ok) return;
@@ -57,23 +65,35 @@ async function waitForApi(url: string, child: ChildProcess): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`the API did not answer ${url} within ${API_READY_TIMEOUT_MS / 1000} s`);
+  if (!stopped()) throw new Error(`the API did not answer ${url} within ${API_READY_TIMEOUT_MS / 1000} s`);
 }
 
+/**
+ * PostgreSQL and Temporal (embedded unless configured) under the supervisor: a restart reuses the same
+ * data folder, port and password, so the api and worker reconnect to the same address.
+ */
 async function startServices(
   config: Config,
-  running: Running,
+  supervisor: Supervisor,
 ): Promise<{ databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null }> {
   mkdirSync(config.dataDir, { recursive: true });
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
     say(`Starting the embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')}) …`);
-    running.postgres = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      port: config.embeddedPostgresPort,
-      database: 'pas',
+    let url = '';
+    await supervisor.start({
+      name: 'postgres',
+      start: async () => {
+        const postgres: EmbeddedPostgres = await startEmbeddedPostgres({
+          dataDir: config.dataDir,
+          port: config.embeddedPostgresPort,
+          database: 'pas',
+        });
+        url = postgres.url;
+        return postgres;
+      },
     });
-    databaseUrl = running.postgres.url;
+    databaseUrl = url;
   }
   let temporalAddress = config.temporalAddress;
   let temporalUiUrl = config.temporalUiUrl;
@@ -81,25 +101,33 @@ async function startServices(
     const cliPath = findTemporalCli({ cliPath: config.temporalCliPath, projectRoot: PROJECT_ROOT });
     if (!cliPath) throw new TemporalCliMissingError();
     say('Starting the embedded Temporal dev server …');
-    running.temporal = await startTemporalDevServer({
-      cliPath,
-      dataDir: config.dataDir,
-      host: '127.0.0.1',
-      port: config.temporalDevPort,
-      uiPort: config.temporalUiPort,
-      namespace: config.temporalNamespace,
-      searchAttributes: { ...SEARCH_ATTRIBUTES },
+    let temporal: TemporalDevServer | undefined;
+    await supervisor.start({
+      name: 'temporal',
+      start: async () => {
+        temporal = await startTemporalDevServer({
+          cliPath,
+          dataDir: config.dataDir,
+          host: '127.0.0.1',
+          port: config.temporalDevPort,
+          uiPort: config.temporalUiPort,
+          namespace: config.temporalNamespace,
+          searchAttributes: { ...SEARCH_ATTRIBUTES },
+        });
+        return temporal;
+      },
     });
-    temporalAddress = running.temporal.address;
-    temporalUiUrl = config.temporalUiUrl ?? running.temporal.uiUrl;
+    temporalAddress = temporal!.address;
+    temporalUiUrl = config.temporalUiUrl ?? temporal!.uiUrl;
   }
   return { databaseUrl, temporalAddress, temporalUiUrl };
 }
 
 /**
  * `npm start`: PostgreSQL and Temporal (embedded unless configured), migrations under a lock, the
- * owner's first credentials, then the api and worker processes. SIGINT/SIGTERM stop everything in
- * reverse order, so no process outlives the launcher and no data is lost.
+ * owner's first credentials, then the api and worker processes, all under the supervisor, which
+ * restarts a crashed one with backoff. SIGINT/SIGTERM stop everything in reverse order, so no process
+ * outlives the launcher and no data is lost.
  */
 async function main(): Promise<void> {
   let config: Config;
@@ -113,15 +141,25 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const running: Running = { postgres: null, temporal: null, children: [] };
   let stopping = false;
+  const supervisor = new Supervisor({
+    maxFailures: MAX_FAILURES,
+    windowMs: FAILURE_WINDOW_MS,
+    backoffMs: exponentialBackoff,
+    log: (line) => console.error(line),
+    giveUp: (name, reason) => {
+      console.error(`supervisor: giving up on ${name}: ${reason}; stopping the service.`);
+      void shutdown(1);
+    },
+  });
   const shutdown = async (code: number) => {
     if (stopping) return;
     stopping = true;
     say('Shutting down …');
-    await Promise.all(running.children.map(stopChild));
-    await running.temporal?.stop();
-    await running.postgres?.stop();
+    // Reverse start order: nothing is left talking to a dependency that is already gone.
+    await supervisor.stop(['api', 'worker']);
+    await supervisor.stop(['temporal']);
+    await supervisor.stop(['postgres']);
     say('Stopped.');
     process.exit(code);
   };
@@ -129,7 +167,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
 
   try {
-    const services = await startServices(config, running);
+    const services = await startServices(config, supervisor);
     const db = connectDatabase(services.databaseUrl, 2);
     await migrateLatest(db);
     const firstKey = await ensureOwnerAccount(db, {
@@ -145,19 +183,21 @@ async function main(): Promise<void> {
       DATABASE_URL: services.databaseUrl,
       TEMPORAL_ADDRESS: services.temporalAddress,
     };
-    const api = spawnChild('api/server.ts', env);
-    const worker = spawnChild('workers/worker.ts', env);
-    running.children.push(api, worker);
-    for (const child of running.children) {
-      child.once('exit', (code, signal) => {
-        if (stopping) return;
-        console.error(`A service process exited unexpectedly (code ${code}, signal ${signal}); stopping.`);
-        void shutdown(1);
-      });
-    }
+    const needs = ['postgres', 'temporal'];
+    await supervisor.start({
+      name: 'worker',
+      needs,
+      start: () => Promise.resolve(spawnChild('workers/worker.ts', env)),
+    });
+    await supervisor.start({
+      name: 'api',
+      needs,
+      start: () => Promise.resolve(spawnChild('api/server.ts', env)),
+    });
     const displayHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     const baseUrl = `http://${displayHost}:${config.port}/v2`;
-    await waitForApi(`${baseUrl}/health_check`, api);
+    await waitForApi(`${baseUrl}/health_check`, () => stopping);
+    if (stopping) return;
 
     say('');
     say('Portfolio Analytics Service is running.');

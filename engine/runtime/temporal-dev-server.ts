@@ -29,6 +29,8 @@ export interface TemporalDevServer {
   address: string;
   uiUrl: string;
   pid: number;
+  /** Settles when the server process ends, however it ends (stop() included), saying how. */
+  exited: Promise<string>;
   /** SIGTERM, then SIGKILL if the server has not exited after 10 s. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -270,5 +272,11 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     await sleep(250);
   }
 
-  return { address, uiUrl, pid: child.pid!, stop };
+  const ended = new Promise<string>((resolve) => {
+    const describe = () =>
+      child.exitCode !== null ? `exited with code ${child.exitCode}` : `was killed by ${child.signalCode}`;
+    if (exited(child)) resolve(describe());
+    else child.once('exit', () => resolve(describe()));
+  });
+  return { address, uiUrl, pid: child.pid!, exited: ended, stop };
 }

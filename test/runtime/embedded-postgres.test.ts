@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -41,6 +41,24 @@ async function stopHosted(host: HostedService<Ready>): Promise<number | null> {
   return host.exited;
 }
 
+/** The generated password, as the service reads it. */
+function storedPassword(dataDir: string): string {
+  return readFileSync(path.join(dataDir, 'postgres-password'), 'utf8').trim();
+}
+
+/** The SQLSTATE of a failed sign-in, or 'connected'. */
+async function signInOutcome(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    return 'connected';
+  } catch (error) {
+    return String((error as { code?: unknown }).code);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 async function query<Row>(url: string, sql: string): Promise<Row[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -79,10 +97,12 @@ describe('startEmbeddedPostgres', () => {
     const dataDir = await tempDataDir();
     const [port] = await freePorts(1);
     const host = await startHosted(dataDir, port!);
+    const password = storedPassword(dataDir);
+    expect(password).toMatch(/^[0-9a-f]{64}$/);
     expect(host.answer).toEqual({
       ready: {
-        url: `postgres://postgres:postgres@127.0.0.1:${port}/pas_test`,
-        adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+        url: `postgres://postgres:${password}@127.0.0.1:${port}/pas_test`,
+        adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
       },
     });
     const { url, adminUrl } = host.answer.ready!;
@@ -182,8 +202,56 @@ describe('startEmbeddedPostgres', () => {
     expect(second.answer.error).toContain(`PostgreSQL is already running on ${cluster} (pid `);
     expect(second.answer.error).toMatch(new RegExp(`\\(pid [\\d, ]*\\b${orphan}\\b`));
     // The running server was left alone and still answers.
-    expect(await query(`postgres://postgres:postgres@127.0.0.1:${port}/pas_test`, 'select 1 as one')).toEqual(
-      [{ one: 1 }],
-    );
+    expect(await query(killed.answer.ready!.url, 'select 1 as one')).toEqual([{ one: 1 }]);
+  });
+
+  test('a new cluster refuses the old fixed password; its own is kept in DATA_DIR with mode 0600', async () => {
+    const dataDir = await tempDataDir();
+    const [port] = await freePorts(1);
+    const host = await startHosted(dataDir, port!);
+    const file = path.join(dataDir, 'postgres-password');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // 28P01: invalid_password.
+    expect(await signInOutcome(`postgres://postgres:postgres@127.0.0.1:${port}/pas_test`)).toBe('28P01');
+    expect(await signInOutcome(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`)).toBe('28P01');
+    expect(await signInOutcome(host.answer.ready!.url)).toBe('connected');
+    expect(host.stderr()).not.toContain(storedPassword(dataDir));
+
+    // A second start keeps the password (and tightens a file someone loosened).
+    expect(await stopHosted(host)).toBe(0);
+    const before = storedPassword(dataDir);
+    await chmod(file, 0o644);
+    const again = await startHosted(dataDir, port!);
+    expect(again.answer.ready!.url).toBe(`postgres://postgres:${before}@127.0.0.1:${port}/pas_test`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(again.stderr()).toContain('restricting it to the service');
+    expect(await stopHosted(again)).toBe(0);
+  });
+
+  test('a cluster created with the old fixed password is given a generated one on its next start', async () => {
+    const dataDir = await tempDataDir();
+    const [port] = await freePorts(1);
+    // What an earlier version left: a cluster whose password is `postgres`, and no password file.
+    const first = await startHosted(dataDir, port!);
+    await query(first.answer.ready!.url, "create table kept (note text); insert into kept values ('mine')");
+    await query(first.answer.ready!.adminUrl, "alter role postgres password 'postgres'");
+    expect(await stopHosted(first)).toBe(0);
+    await rm(path.join(dataDir, 'postgres-password'));
+
+    const second = await startHosted(dataDir, port!);
+    expect(second.answer.error).toBeUndefined();
+    expect(second.stderr()).toContain('replaced the legacy PostgreSQL password with the generated one');
+    const password = storedPassword(dataDir);
+    expect(password).toMatch(/^[0-9a-f]{64}$/);
+    expect(second.answer.ready!.url).toBe(`postgres://postgres:${password}@127.0.0.1:${port}/pas_test`);
+    expect(await query(second.answer.ready!.url, 'select note from kept')).toEqual([{ note: 'mine' }]);
+    expect(await signInOutcome(`postgres://postgres:postgres@127.0.0.1:${port}/pas_test`)).toBe('28P01');
+    expect(await stopHosted(second)).toBe(0);
+
+    // Started again, it signs in with the generated password straight away.
+    const third = await startHosted(dataDir, port!);
+    expect(third.stderr()).not.toContain('legacy');
+    expect(await query(third.answer.ready!.url, 'select note from kept')).toEqual([{ note: 'mine' }]);
+    expect(await stopHosted(third)).toBe(0);
   });
 });

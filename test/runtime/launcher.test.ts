@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -53,6 +53,26 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The descendant of `root` whose command line contains `part`. */
+function descendantRunning(root: number, part: string): number | undefined {
+  return descendants(root).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(part);
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function eventually<T>(probe: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 interface Started {
   child: ChildProcess;
   output: () => string;
@@ -100,6 +120,8 @@ describe('launcher', () => {
       TEMPORAL_DEV_PORT: String(await freePort()),
       TEMPORAL_UI_PORT: String(await freePort()),
       LOG_LEVEL: 'warn',
+      // The outage test's load must meet 503s, not the rate limit.
+      RATE_LIMIT_PER_MINUTE: '100000',
     };
   });
   afterAll(async () => {
@@ -152,6 +174,118 @@ describe('launcher', () => {
       expect(await stop(second)).toBe(0);
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(tree2.filter(alive)).toEqual([]);
+    }
+  }, 400_000);
+
+  test('the supervisor restarts a killed PostgreSQL (only 503s meanwhile, no acknowledged write lost), Temporal dev server and API; the CLI signs in with the stored password', async () => {
+    const started = await startLauncher(env);
+    const root = started.child.pid!;
+    const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
+    // A key made by the CLI through the running server's password file (no DATABASE_URL) proves the CLI
+    // finds it.
+    const cliEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+    delete cliEnv.DATABASE_URL;
+    const created = spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'engine/cli/pas.mjs'), 'keys', 'create', '--json'],
+      { env: cliEnv, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(created.status).toBe(0);
+    const key = JSON.parse(created.stdout) as { account_sid: string; auth_token: string };
+    const bearer = `Bearer ${key.account_sid}:${key.auth_token}`;
+
+    const statusOf = async (url: string) => (await fetch(url)).status;
+    const sinceHere = () => started.output().length;
+    try {
+      // PostgreSQL: crash recovery on its own data, same port and password.
+      let mark = sinceHere();
+      const postmaster = Number.parseInt(
+        readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8'),
+        10,
+      );
+      // Mixed reads and writes while it dies and comes back: only 200s and 503s, no acknowledged write lost.
+      const statuses: Record<number, number> = {};
+      const acknowledged: string[] = [];
+      let loading = true;
+      const load = (async () => {
+        for (let n = 0; loading; n++) {
+          const name = `outage-${n}`;
+          const write = n % 2 === 0;
+          const res = await fetch(`${baseUrl}/workspaces`, {
+            method: write ? 'POST' : 'GET',
+            headers: { authorization: bearer, 'content-type': 'application/json' },
+            ...(write ? { body: JSON.stringify({ name }) } : {}),
+          }).catch(() => null);
+          await res?.arrayBuffer();
+          const status = res?.status ?? 0;
+          statuses[status] = (statuses[status] ?? 0) + 1;
+          if (write && status === 200) acknowledged.push(name);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      process.kill(postmaster, 'SIGKILL');
+      expect(
+        await eventually(
+          async () =>
+            started.output().slice(mark).includes('supervisor: postgres is running again') ? true : undefined,
+          60_000,
+        ),
+      ).toBe(true);
+      expect(started.output().slice(mark)).toContain('supervisor: postgres PostgreSQL (pid');
+      expect(
+        await eventually(
+          async () => ((await statusOf(`${baseUrl}/health_check`)) === 200 ? true : undefined),
+          30_000,
+        ),
+      ).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      loading = false;
+      await load;
+      expect(Object.keys(statuses).sort()).toEqual(['200', '503']);
+      for (const name of acknowledged) {
+        const res = await fetch(`${baseUrl}/workspaces/${name}`, { headers: { authorization: bearer } });
+        expect([name, res.status]).toEqual([name, 200]);
+      }
+
+      // Temporal: restarted on its SQLite file.
+      mark = sinceHere();
+      const temporal = descendantRunning(root, 'start-dev');
+      expect(temporal).toBeDefined();
+      process.kill(temporal!, 'SIGKILL');
+      expect(
+        await eventually(
+          async () =>
+            started.output().slice(mark).includes('supervisor: temporal is running again') ? true : undefined,
+          90_000,
+        ),
+      ).toBe(true);
+      expect(started.output().slice(mark)).toContain('supervisor: temporal was killed by SIGKILL');
+
+      // The API process: a new one listens on the same port.
+      mark = sinceHere();
+      const api = descendantRunning(root, 'api/server.ts');
+      expect(api).toBeDefined();
+      process.kill(api!, 'SIGKILL');
+      expect(
+        await eventually(
+          async () =>
+            started.output().slice(mark).includes('supervisor: api is running again') ? true : undefined,
+          30_000,
+        ),
+      ).toBe(true);
+      expect(
+        await eventually(
+          async () => ((await statusOf(`${baseUrl}/health_check`)) === 200 ? true : undefined),
+          60_000,
+        ),
+      ).toBe(true);
+      expect(started.child.exitCode).toBeNull();
+    } finally {
+      const tree = descendants(root);
+      expect(await stop(started)).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(tree.filter(alive)).toEqual([]);
     }
   }, 400_000);
 

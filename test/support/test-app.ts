@@ -4,6 +4,7 @@ import { buildApp } from '../../api/app';
 import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/accounts/account-store';
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/db/database';
+import { temporalHealthProbe } from '../../engine/health/dependency-health';
 import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
 
 export function temporalAddress(): string {
@@ -28,6 +29,8 @@ export async function createTestApp(
     taskQueue?: string;
     extraRoutes?: (app: FastifyInstance) => void;
     simulation?: SimulationEngine;
+    /** Let the health check ask Temporal about this task queue's pollers. */
+    healthOfTaskQueue?: string;
   } = {},
 ): Promise<TestApp> {
   const connection = await Connection.connect({ address: temporalAddress() });
@@ -43,6 +46,9 @@ export async function createTestApp(
     db,
     workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
     ...(options.simulation ? { simulation: options.simulation } : {}),
+    ...(options.healthOfTaskQueue
+      ? { temporalHealth: temporalHealthProbe(temporal, 'default', options.healthOfTaskQueue) }
+      : {}),
   });
   options.extraRoutes?.(app);
   await app.ready();
