@@ -53,7 +53,8 @@ const publishFields = {
         Type.Null(),
       ],
       {
-        'x-rule': 'an object of names to string values',
+        'x-rule':
+          'an object of variable names (a letter or _, then letters, digits or _; at most 128) to string values',
         description: `Up to ${ENV_VARS_MAX} NAME: string value pairs, default {}; replaced whole on update.`,
       },
     ),

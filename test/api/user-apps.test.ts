@@ -58,9 +58,9 @@ describe('user apps', () => {
     });
   });
 
-  const envMessage = 'env_vars must be an object of names to string values.';
-  const badName = (name: string) =>
-    `env_vars: "${name}" is not a variable name (a letter or _, then letters, digits or _; at most 128).`;
+  const envMessage =
+    'env_vars must be an object of variable names (a letter or _, then letters, digits or _; at most 128) to string values.';
+  const badName = (_name: string) => envMessage;
   test.each([
     [{}, 'name is required.'],
     [{ name: 'x', data: [] }, 'data must be a JSON object.'],
@@ -80,7 +80,7 @@ describe('user apps', () => {
     ],
     [
       { name: 'x', env_vars: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`V${i}`, 'x'])) },
-      'env_vars must be an object of names to string values.',
+      envMessage,
     ],
   ])('invalid publish %# → 400 with its message, nothing stored', async (body, message) => {
     const before = await count();
