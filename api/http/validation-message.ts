@@ -15,6 +15,8 @@ export interface ValidationIssue {
     description?: string;
     'x-rule'?: string;
     'x-message'?: string;
+    /** Words only a `pattern` failure (the string's other rules have words of their own). */
+    'x-pattern-rule'?: string;
     anyOf?: Array<{ const?: unknown; type?: string }>;
   };
 }
@@ -73,6 +75,8 @@ function rule(issue: ValidationIssue): string {
     case 'maxItems':
       return `must hold at most ${String(p.limit)} item${Number(p.limit) === 1 ? '' : 's'}`;
     case 'pattern':
+      if (issue.parentSchema?.['x-pattern-rule']) return `must be ${issue.parentSchema['x-pattern-rule']}`;
+      return description ? `must be ${description.replace(/\.$/, '')}` : 'is not in the expected format';
     case 'format':
       return description ? `must be ${description.replace(/\.$/, '')}` : 'is not in the expected format';
     case 'enum':

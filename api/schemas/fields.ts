@@ -27,7 +27,7 @@ export function StorableText(options: { minLength?: number; maxLength?: number; 
   return Type.String({
     ...options,
     pattern: `^${STORABLE_CHAR}*$`,
-    'x-rule': 'text (without NUL characters)',
+    'x-pattern-rule': 'text (without NUL characters)',
   });
 }
 

@@ -93,7 +93,7 @@ describe('files (JSON)', () => {
   test.each([
     ['name', { name: undefined }, 'name is required'],
     ['description', { description: undefined }, 'description is required'],
-    ['description as null', { description: null }, 'description must be text (without NUL characters)'],
+    ['description as null', { description: null }, 'description must be a string'],
     ['data', { data: undefined }, 'data is required'],
     ['content_type', { content_type: undefined }, 'content_type is required'],
   ])('create without %s → 400 naming it, nothing stored', async (_label, override, message) => {
