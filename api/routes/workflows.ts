@@ -56,7 +56,17 @@ const WorkerNode = Type.Object(
       OrNull(Type.String({ description: 'A worker template of the account (wtpl_…); or give script.' })),
     ),
     script: Type.Optional(
-      OrNull(Type.String({ description: 'Inline JavaScript defining main(args); or give template_id.' })),
+      OrNull(
+        Type.String({
+          description:
+            'Inline JavaScript defining main(args); or give template_id. args holds script_inputs (for the ' +
+            'STARTER overlaid with the run parameters), inputs (the previous result: null for the STARTER, one ' +
+            'item inside a FORKER branch, the ordered branch results for a BARRIER), inputs_info ({joined, ' +
+            'sources}), parameters, parallel_info ({index, length}; -1 outside a branch), worker_type, ' +
+            'worker_id, worker_execution_id, workflow_id, workflow_execution_id and workspace. What main ' +
+            'returns is the worker execution result.',
+        }),
+      ),
     ),
     script_inputs: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: "Must fit the template's form_inputs." }),
