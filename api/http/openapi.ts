@@ -52,7 +52,7 @@ export default fp(
     });
     await app.register(swaggerUi, { routePrefix: DOCS_PREFIX });
     app.get('/v2/openapi.json', { config: { auth: 'optional' }, schema: { hide: true } }, async () =>
-      optionalBodies(app.swagger() as OpenApiDocument),
+      optionalBodies(openApi30Bounds(structuredClone(app.swagger()) as OpenApiDocument)),
     );
   },
   { name: 'openapi' },
@@ -76,4 +76,28 @@ function optionalBodies(document: OpenApiDocument): OpenApiDocument {
     }
   }
   return document;
+}
+
+/**
+ * The route schemas are JSON Schema (draft 7), where `exclusiveMinimum: 0` is a number; OpenAPI 3.0
+ * states the same bound as `minimum: 0, exclusiveMinimum: true`. Rewritten on a copy of the document,
+ * never on the schemas the validator compiled.
+ */
+function openApi30Bounds<T>(node: T): T {
+  if (Array.isArray(node)) {
+    node.forEach(openApi30Bounds);
+  } else if (node !== null && typeof node === 'object') {
+    const schema = node as Record<string, unknown>;
+    for (const [exclusive, inclusive] of [
+      ['exclusiveMinimum', 'minimum'],
+      ['exclusiveMaximum', 'maximum'],
+    ] as const) {
+      if (typeof schema[exclusive] === 'number') {
+        schema[inclusive] = schema[exclusive];
+        schema[exclusive] = true;
+      }
+    }
+    Object.values(schema).forEach(openApi30Bounds);
+  }
+  return node;
 }

@@ -88,6 +88,8 @@ function rule(issue: ValidationIssue): string {
       if (values) return `must be one of ${values}`;
       return `must be ${listForms(issue.parentSchema?.anyOf ?? [])}`;
     }
+    case 'uniqueItems':
+      return `must not hold the same value twice (items ${Math.min(Number(p.i), Number(p.j))} and ${Math.max(Number(p.i), Number(p.j))})`;
     case 'maxProperties':
       return `must hold at most ${String(p.limit)} entries`;
     case 'additionalProperties':

@@ -1,59 +1,17 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
-  AGGREGATIONS,
   CALCULATION_ENTITY,
-  CONFIDENCES,
-  HALF_LIVES,
-  MAX_PROJECTIONS,
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
 import type { SimulationBackend } from '../../calc';
 import type { Database } from '../../engine/db/database';
-import { SECURITIES_MAX, SECURITIES_MAX_WITH_NLV } from '../../engine/portfolios/security-positions';
+import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
 import { errorResponses } from '../schemas/common';
+import { WorkspaceParam } from '../schemas/fields';
 
-// Request bodies are validated in the engine (messages name the parameter, `not supported yet` for
-// what a later issue brings); the schema documents them. Unknown fields are ignored, as elsewhere.
-const doc = (description: string) => Type.Optional(Type.Unknown({ description }));
-const commonFields = {
-  portfolio_id: doc(
-    'A stored portfolio: its securities, date, base_currency and nlv are used where the body leaves them out.',
-  ),
-  securities: doc(
-    `REQUIRED unless portfolio_id. Security objects (id, symbol, quantity, market_price, multiplier, fx_rate, …). ` +
-      `At most ${SECURITIES_MAX}, or ${SECURITIES_MAX_WITH_NLV} when nlv is given.`,
-  ),
-  date: doc('YYYYMMDD, default null (the latest market date). Only prices up to this date are used.'),
-  base_currency: doc('Default USD. Only USD for now: any other answers 400 not supported yet.'),
-  nlv: doc('Net liquidation value; default null (the sum of the positions’ values).'),
-  sampling: doc('1 (daily, default) or 5 (weekly, non-overlapping).'),
-  aggregation: doc(
-    `Default position. One of ${AGGREGATIONS.join(', ')}; only position for now (others: 400 not supported yet).`,
-  ),
-  projection: doc(`Factor securities, default ["IND:SPX"], at most ${MAX_PROJECTIONS}.`),
-  volatility_half_life: doc(`Months, default 2: ${HALF_LIVES.join(', ')}.`),
-  correlation_half_life: doc(`Months, default 6: ${HALF_LIVES.join(', ')}.`),
-  filter: doc('Filter expression; default null. Not supported yet (400).'),
-  workspace: doc('Workspace of portfolio_id, default main (also accepted as a query parameter).'),
-};
-const StressTestBody = Type.Object({
-  ...commonFields,
-  horizon: doc(
-    'Days: 1, 5 (default), 20, 60, or null (the smallest horizon in which the magnitude is observable).',
-  ),
-  shock: doc('The shocked security, default IND:SPX.'),
-  magnitude: doc('REQUIRED. Decimal shock greater than -1 (-0.10 for -10%).'),
-  confidence: doc(`Default 95%: ${CONFIDENCES.join(', ')}.`),
-});
-const RiskAttributionBody = Type.Object({
-  ...commonFields,
-  horizon: doc('Days: 1, 5 (default), 20, 60.'),
-  risk_measure: doc('vol (default, annualised volatility), var or cvar.'),
-  confidence: doc(`Tail of var and cvar, default 95%: ${CONFIDENCES.join(', ')}.`),
-});
-const WorkspaceQuery = Type.Object({ workspace: Type.Optional(Type.String()) });
+const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 
 const ProjectionValues = Type.Array(
   Type.Object({

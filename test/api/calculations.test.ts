@@ -248,7 +248,7 @@ describe('calculations', () => {
   const securities = BOOK.slice(0, 1);
   const base = { securities, date: DATE, magnitude: -0.1 };
   test.each<[string, object, string]>([
-    ['magnitude missing', { securities }, 'magnitude is required (a decimal shock, -0.10 for -10%).'],
+    ['magnitude missing', { securities }, 'magnitude is required.'],
     [
       'magnitude not a number',
       { ...base, magnitude: '-0.1' },
@@ -260,15 +260,11 @@ describe('calculations', () => {
       'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
     ],
     ['securities missing', { magnitude: -0.1 }, 'securities is required unless portfolio_id is given.'],
-    [
-      'securities not an array',
-      { ...base, securities: {} },
-      'securities must be an array of security objects.',
-    ],
+    ['securities not an array', { ...base, securities: {} }, 'securities must be an array or null.'],
     [
       'security without quantity',
       { ...base, securities: [{ id: 'a', symbol: 'AAPL' }] },
-      'securities[0].quantity is required (a number).',
+      'securities[0].quantity is required.',
     ],
     ['date malformed', { ...base, date: '2022-12-28' }, 'date must be a date in the format YYYYMMDD.'],
     ['date impossible', { ...base, date: '20220230' }, 'date must be a date in the format YYYYMMDD.'],
@@ -277,47 +273,43 @@ describe('calculations', () => {
       { ...base, base_currency: 'usd' },
       'base_currency must be a 3-letter ISO 4217 currency code.',
     ],
-    ['nlv not a number', { ...base, nlv: 'lots' }, 'nlv must be a number.'],
+    ['nlv not a number', { ...base, nlv: 'lots' }, 'nlv must be a number or null.'],
     ['horizon 10', { ...base, horizon: 10 }, 'horizon must be one of 1, 5, 20, 60, null.'],
-    ['sampling 2', { ...base, sampling: 2 }, 'sampling must be one of 1, 5.'],
-    ['projection empty', { ...base, projection: [] }, 'projection must be a non-empty array of symbols.'],
-    [
-      'projection not symbols',
-      { ...base, projection: 'IND:SPX' },
-      'projection must be a non-empty array of symbols.',
-    ],
+    ['sampling 2', { ...base, sampling: 2 }, 'sampling must be one of 1, 5, null.'],
+    ['projection empty', { ...base, projection: [] }, 'projection must hold at least 1 item.'],
+    ['projection not symbols', { ...base, projection: 'IND:SPX' }, 'projection must be an array or null.'],
     [
       'projection over 15',
       { ...base, projection: Array.from({ length: 16 }, (_, i) => `S${i}`) },
-      'projection holds at most 15 symbols, got 16.',
+      'projection must hold at most 15 items.',
     ],
-    ['projection twice', { ...base, projection: ['IND:SPX', 'IND:SPX'] }, 'projection holds a symbol twice.'],
+    [
+      'projection twice',
+      { ...base, projection: ['IND:SPX', 'IND:SPX'] },
+      'projection must not hold the same value twice (items 0 and 1).',
+    ],
     [
       'volatility_half_life 3',
       { ...base, volatility_half_life: 3 },
-      'volatility_half_life must be one of 0, 2, 6, 12, 24, 48.',
+      'volatility_half_life must be one of 0, 2, 6, 12, 24, 48, null.',
     ],
     [
       'correlation_half_life 36',
       { ...base, correlation_half_life: 36 },
-      'correlation_half_life must be one of 0, 2, 6, 12, 24, 48.',
+      'correlation_half_life must be one of 0, 2, 6, 12, 24, 48, null.',
     ],
-    ['shock empty', { ...base, shock: '' }, 'shock must be a symbol.'],
+    ['shock empty', { ...base, shock: '' }, 'shock must not be empty.'],
     [
       'confidence 80%',
       { ...base, confidence: '80%' },
-      'confidence must be one of "1sigma", "2sigma", "3sigma", "85%", "90%", "95%", "97%", "99%".',
+      'confidence must be one of "1sigma", "2sigma", "3sigma", "85%", "90%", "95%", "97%", "99%", null.',
     ],
     [
       'aggregation unknown',
       { ...base, aggregation: 'planet' },
       expect.stringMatching(/^aggregation must be one of "custom", "position", /) as unknown as string,
     ],
-    [
-      'portfolio_id not a string',
-      { ...base, portfolio_id: 7 },
-      'portfolio_id must be a portfolio id (a string).',
-    ],
+    ['portfolio_id not a string', { ...base, portfolio_id: 7 }, 'portfolio_id must be a string or null.'],
     ['shock unknown (from calc/)', { ...base, shock: 'NOPE' }, 'shock: unknown symbol NOPE.'],
     [
       'projection without data (from calc/)',
@@ -339,8 +331,45 @@ describe('calculations', () => {
         nlv: 1e6,
         securities: Array.from({ length: 3001 }, (_, i) => ({ id: `s${i}`, symbol: 'AAPL', quantity: 1 })),
       },
-      'At most 3000 securities are allowed, got 3001.',
+      'securities must hold at most 3000 items.',
     ],
+    [
+      'forecast years 0',
+      { ...base, forecasts: [{ symbol: 'AAPL', years: 0, targets: [200], probabilities: [1] }] },
+      'forecasts[0].years must be a number of years greater than 0.',
+    ],
+    [
+      'forecast without targets',
+      { ...base, forecasts: [{ symbol: 'AAPL', years: 1, probabilities: [1] }] },
+      'forecasts[0].targets is required.',
+    ],
+    [
+      'forecast probability above 1',
+      { ...base, forecasts: [{ symbol: 'AAPL', years: 1, targets: [200, 100], probabilities: [1.5, -0.5] }] },
+      'forecasts[0].probabilities[0] must be a probability from 0 to 1.',
+    ],
+    [
+      'forecast target not a price',
+      { ...base, forecasts: [{ symbol: 'AAPL', years: 1, targets: [-3], probabilities: [1] }] },
+      'forecasts[0].targets[0] must be a price greater than 0.',
+    ],
+    [
+      'surface without volatilities',
+      { ...base, volatility_surface: [{ symbol: 'AAPL', time_to_expiration: [0.5], moneyness: [1] }] },
+      'volatility_surface[0].volatilities is required.',
+    ],
+    [
+      'surface moneyness 0',
+      {
+        ...base,
+        volatility_surface: [
+          { symbol: 'AAPL', time_to_expiration: [0.5], moneyness: [0], volatilities: [[0.2]] },
+        ],
+      },
+      'volatility_surface[0].moneyness[0] must be a ratio K/S greater than 0.',
+    ],
+    ['drift not a boolean', { ...base, drift: 'sometimes' }, 'drift must be true or false (or null).'],
+    ['filter not a string', { ...base, filter: 5 }, 'filter must be a string or null.'],
   ])('stress test, %s → 400 naming the parameter', async (_case, payload, message) => {
     const res = await stress(payload);
     expect(res.json()).toEqual({ code: 400, message });
@@ -349,11 +378,11 @@ describe('calculations', () => {
 
   test.each<[string, object, string]>([
     ['horizon null', { horizon: null }, 'horizon must be one of 1, 5, 20, 60.'],
-    ['risk_measure es', { risk_measure: 'es' }, 'risk_measure must be one of "vol", "var", "cvar".'],
+    ['risk_measure es', { risk_measure: 'es' }, 'risk_measure must be one of "vol", "var", "cvar", null.'],
     [
       'confidence 50%',
       { risk_measure: 'var', confidence: '50%' },
-      'confidence must be one of "1sigma", "2sigma", "3sigma", "85%", "90%", "95%", "97%", "99%".',
+      'confidence must be one of "1sigma", "2sigma", "3sigma", "85%", "90%", "95%", "97%", "99%", null.',
     ],
   ])('risk attribution, %s → 400', async (_case, extra, message) => {
     const res = await attribution({ securities, date: DATE, ...extra });
