@@ -11,12 +11,13 @@ import {
   updateCustomIndex,
 } from '../../engine/custom-indexes/custom-index-store';
 import type { Database } from '../../engine/db/database';
+import { DATASTORE } from '../../engine/datastores/datastore-store';
 import {
-  createDatastore,
-  DATASTORE,
-  deleteDatastore,
-  updateDatastore,
-} from '../../engine/datastores/datastore-store';
+  createResource,
+  deleteResource,
+  type ResourceKind,
+  updateResource,
+} from '../../engine/entities/resource-kind';
 import {
   type EntityKind,
   type EntityRecord,
@@ -25,12 +26,7 @@ import {
 } from '../../engine/entities/entity-store';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
-import {
-  createPortfolio,
-  deletePortfolio,
-  PORTFOLIO,
-  updatePortfolio,
-} from '../../engine/portfolios/portfolio-store';
+import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
 import {
   createPrivateSecurity,
   deletePrivateSecurity,
@@ -190,23 +186,23 @@ function calculationBody(scope: BridgeScope, body: unknown): Record<string, unkn
   return { ...body, workspace: scope.workspace };
 }
 
+/** A kind declared once (engine/entities/resource-kind.ts) needs no code of its own here. */
+function declared(singular: string, plural: string, kind: ResourceKind): Resource {
+  const scoped = (s: BridgeScope, fields: Record<string, unknown>) =>
+    kind.scope === 'workspace' ? inWorkspace(s, fields) : fields;
+  return {
+    singular,
+    plural,
+    kind: () => kind,
+    create: (s, fields) => createResource(s.db, s.actor, kind, scoped(s, fields)),
+    update: (s, id, fields) => updateResource(s.db, s.actor, kind, id, scoped(s, fields)),
+    remove: (s, id) => deleteResource(s.db, s.actor, kind, id, s.workspace),
+  };
+}
+
 const RESOURCES: Resource[] = [
-  {
-    singular: 'Portfolio',
-    plural: 'Portfolios',
-    kind: () => PORTFOLIO,
-    create: (s, fields) => createPortfolio(s.db, s.actor, inWorkspace(s, fields)),
-    update: (s, id, fields) => updatePortfolio(s.db, s.actor, id, inWorkspace(s, fields)),
-    remove: (s, id) => deletePortfolio(s.db, s.actor, id, s.workspace),
-  },
-  {
-    singular: 'Datastore',
-    plural: 'Datastores',
-    kind: () => DATASTORE,
-    create: (s, fields) => createDatastore(s.db, s.actor, inWorkspace(s, fields)),
-    update: (s, id, fields) => updateDatastore(s.db, s.actor, id, inWorkspace(s, fields)),
-    remove: (s, id) => deleteDatastore(s.db, s.actor, id, s.workspace),
-  },
+  declared('Portfolio', 'Portfolios', PORTFOLIO),
+  declared('Datastore', 'Datastores', DATASTORE),
   {
     singular: 'Report',
     plural: 'Reports',

@@ -1,0 +1,166 @@
+import type { Actor } from '../audit/audit-trail';
+import type { Database } from '../db/database';
+import { InvalidInput } from '../errors';
+import {
+  commonView,
+  createEntity,
+  deleteEntity,
+  type EntityKind,
+  type EntityRecord,
+  updateEntity,
+} from './entity-store';
+import { checkStorableFields } from './storable-json';
+
+/**
+ * One field of a kind's stored body, as a request gives it. The API's schema has already checked
+ * its shape; `check` holds what the engine must still enforce for callers that come without a schema
+ * (a workflow step's SDK call), and normalises the value.
+ */
+export interface BodyField {
+  /** Stored when a create leaves the field out or null. Without it, the field is required. */
+  default?: () => unknown;
+  /** The message for a missing required field. */
+  required?: string;
+  check?: (value: unknown) => unknown;
+  /** On update, null stores null (a nullable setting) instead of keeping the current value. */
+  nullClears?: boolean;
+  /** Set by the service only (a state): never read from a request, stored from `default` on create. */
+  readOnly?: boolean;
+  /** The view's value for a record stored before the field existed; default: the `default`. */
+  viewDefault?: unknown;
+}
+
+/**
+ * A stored resource kind, declared once: identity, scope, list projection and audit type (the
+ * EntityKind), plus the fields of its body. Create, update, delete, the view, the API's schemas and
+ * CRUD routes (api/http/resource-routes.ts) and the workers' SDK bridge all follow from it.
+ */
+export interface ResourceKind extends EntityKind {
+  fields: Record<string, BodyField>;
+  /**
+   * Rules across fields, run on the whole body after each field's own check (on create, and on
+   * update with the current body merged): `given` names the fields this request set.
+   */
+  finish?(body: Record<string, unknown>, context: { db: Database; given: Set<string> }): Promise<void> | void;
+  /** Fields the view shows beyond the common ones and the body's, such as a report's URL. */
+  extraView?(record: EntityRecord): Record<string, unknown>;
+}
+
+const isGiven = (value: unknown) => value !== undefined && value !== null;
+
+/** The declaration's fields filled in: EntityKind's view from the common fields and the body's. */
+export function resourceKind(
+  declaration: Omit<ResourceKind, 'view'> & { view?: EntityKind['view'] },
+): ResourceKind {
+  const kind: ResourceKind = {
+    ...declaration,
+    view:
+      declaration.view ??
+      ((record: EntityRecord) => {
+        const view: Record<string, unknown> = { ...commonView(record) };
+        if (kind.hasDate) view.date = record.date;
+        for (const [name, field] of Object.entries(kind.fields)) {
+          view[name] =
+            record.body[name] ?? ('viewDefault' in field ? field.viewDefault : (field.default?.() ?? null));
+        }
+        Object.assign(view, kind.extraView?.(record));
+        if (kind.scope === 'workspace') view.workspace = record.workspace;
+        return view;
+      }),
+  };
+  return kind;
+}
+
+export interface ResourceInput {
+  name?: unknown;
+  description?: unknown;
+  tags?: unknown;
+  date?: unknown;
+  workspace?: unknown;
+  [field: string]: unknown;
+}
+
+/** The request fields a kind reads; other keys of a body are ignored, never checked or stored. */
+function knownFields(kind: ResourceKind, input: ResourceInput): Record<string, unknown> {
+  const known: Record<string, unknown> = {
+    name: input.name,
+    description: input.description,
+    tags: input.tags,
+  };
+  for (const [name, field] of Object.entries(kind.fields)) if (!field.readOnly) known[name] = input[name];
+  return known;
+}
+
+export async function createResource(
+  db: Database,
+  actor: Actor,
+  kind: ResourceKind,
+  input: ResourceInput,
+): Promise<EntityRecord> {
+  checkStorableFields(knownFields(kind, input));
+  const body: Record<string, unknown> = {};
+  const given = new Set<string>();
+  for (const [name, field] of Object.entries(kind.fields)) {
+    const value = field.readOnly ? undefined : input[name];
+    if (isGiven(value)) {
+      body[name] = field.check ? field.check(value) : value;
+      given.add(name);
+    } else if (field.default) {
+      body[name] = field.default();
+    } else {
+      throw new InvalidInput(field.required ?? `${name} is required.`);
+    }
+  }
+  await kind.finish?.(body, { db, given });
+  return createEntity(db, actor, kind, {
+    workspace: input.workspace,
+    name: input.name,
+    description: input.description,
+    tags: input.tags,
+    date: input.date,
+    body,
+  });
+}
+
+/**
+ * Every field optional. A body field given as null keeps its current value (the spec's default),
+ * unless the field is a nullable setting; `tags` null keeps too; `description` null clears it.
+ */
+export async function updateResource(
+  db: Database,
+  actor: Actor,
+  kind: ResourceKind,
+  id: string,
+  input: ResourceInput,
+): Promise<EntityRecord> {
+  checkStorableFields(knownFields(kind, input));
+  const changes: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(kind.fields)) {
+    const value = field.readOnly ? undefined : input[name];
+    if (isGiven(value)) changes[name] = field.check ? field.check(value) : value;
+    else if (value === null && field.nullClears) changes[name] = null;
+  }
+  return updateEntity(db, actor, kind, id, input.workspace, async (current) => {
+    const body = { ...current.body, ...changes };
+    await kind.finish?.(body, { db, given: new Set(Object.keys(changes)) });
+    return {
+      name: input.name,
+      description: input.description,
+      tags: input.tags ?? undefined,
+      date: input.date,
+      body: Object.keys(changes).length > 0 || kind.finish ? body : undefined,
+    };
+  });
+}
+
+/** The delete reply: `deleted`, the identifier (`id`, or `symbol`) and the name. */
+export async function deleteResource(
+  db: Database,
+  actor: Actor,
+  kind: ResourceKind,
+  id: string,
+  workspace: unknown,
+): Promise<Record<string, string | boolean>> {
+  const record = await deleteEntity(db, actor, kind, id, workspace);
+  return { deleted: true, [kind.idField]: record.id, name: record.name };
+}
