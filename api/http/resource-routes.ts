@@ -46,7 +46,25 @@ export interface ResourceRoutes {
   extension?: string;
   /** Schemas the properties refer to (`Type.Ref`). */
   schemas?: TSchema[];
+  /** Client-named kinds: the schema of the `symbol` a create names and the path carries. */
+  symbol?: TSchema;
+  /** Rules of the create body across fields (an `anyOf` with its `x-message`). */
+  createOptions?: Record<string, unknown>;
+  /** The update body's own forms of some fields (a name that may be null, meaning: keep it). */
+  updateFields?: TProperties;
+  /** Fields an update must carry too. */
+  updateRequired?: string[];
+  /** Fields accepted and ignored (sent by clients, meaningless for this kind). */
+  ignored?: TProperties;
 }
+
+/** An account-wide kind takes `workspace` as every route does, and ignores it. */
+const IgnoredWorkspace = (plural: string) =>
+  Type.Optional(
+    Type.String({
+      description: `Accepted and ignored: ${plural.replace(/_/g, ' ')} belong to the account, alike from every workspace.`,
+    }),
+  );
 
 export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<{ db: Database }> {
   const { kind, path, key, plural, tag, title } = spec;
@@ -83,13 +101,34 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
     ...(kind.hasDate ? { date: Type.Optional(NullableDate) } : {}),
     ...spec.fields,
     ...(omitted ? { [omitted.flag]: Type.Optional(LooseBoolean) } : {}),
-    ...(workspaceBound ? { workspace: WorkspaceParam } : {}),
+    ...spec.ignored,
+    workspace: workspaceBound ? WorkspaceParam : IgnoredWorkspace(plural),
   };
-  const Create = Type.Object(bodyFields);
+  const Create = Type.Object(
+    { ...(spec.symbol ? { symbol: spec.symbol } : {}), ...bodyFields },
+    spec.createOptions ?? {},
+  );
   Create.description = `${(Create.required ?? []).join(' and ')} required.`;
-  const Update = Type.Partial(Type.Object(bodyFields), { description: 'Every field optional.' });
-  const IdParam = kind.idPrefix ? IdParams(kind.idPrefix) : Type.Object({ id: Type.String() });
-  const Query = Type.Object(workspaceBound ? { workspace: WorkspaceParam } : {});
+  const updateRequired = spec.updateRequired ?? [];
+  const Update = Type.Object(
+    Object.fromEntries(
+      Object.entries({ ...bodyFields, ...spec.updateFields }).map(([name, schema]) => [
+        name,
+        updateRequired.includes(name) ? schema : Type.Optional(schema),
+      ]),
+    ),
+    {
+      description:
+        (updateRequired.length > 0
+          ? `${updateRequired.join(' and ')} required; other fields left out keep their values.`
+          : 'Every field optional.') + (spec.symbol ? ' The symbol comes from the path.' : ''),
+    },
+  );
+  const IdParam = kind.idPrefix ? IdParams(kind.idPrefix) : Type.Object({ id: spec.symbol ?? Type.String() });
+  const Query = Type.Object({ workspace: workspaceBound ? WorkspaceParam : IgnoredWorkspace(plural) });
+  const ListQuery = workspaceBound
+    ? listQuerystring(true)
+    : Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace(plural) });
   const Reply = Type.Object({ [key]: Type.Ref(title) });
   const config = { auditEntity: kind.entityType };
   const tags = [tag];
@@ -141,7 +180,7 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
           tags,
           summary: `List ${plural.replace(/_/g, ' ')}${omitNote}, most recent first${suffix}`,
           description,
-          querystring: listQuerystring(workspaceBound),
+          querystring: ListQuery,
           response: { 200: listReply(plural, View), ...errorResponses(400) },
         },
       },

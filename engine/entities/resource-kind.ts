@@ -26,6 +26,8 @@ export interface BodyField {
   nullClears?: boolean;
   /** Set by the service only (a state): never read from a request, stored from `default` on create. */
   readOnly?: boolean;
+  /** Other request keys that carry the same value, the first given one winning (`type` for `instrument_type`). */
+  from?: string[];
   /** The view's value for a record stored before the field existed; default: the `default`. */
   viewDefault?: unknown;
 }
@@ -42,11 +44,31 @@ export interface ResourceKind extends EntityKind {
    * update with the current body merged): `given` names the fields this request set.
    */
   finish?(body: Record<string, unknown>, context: { db: Database; given: Set<string> }): Promise<void> | void;
+  /** Client-named kinds (`idField: 'symbol'`): checks the create request's `symbol`, the identifier. */
+  checkSymbol?(value: unknown): string;
+  /** Fields an update must carry too (the interface lists some as required on update). */
+  updateRequires?: string[];
   /** Fields the view shows beyond the common ones and the body's, such as a report's URL. */
   extraView?(record: EntityRecord): Record<string, unknown>;
 }
 
 const isGiven = (value: unknown) => value !== undefined && value !== null;
+
+/** A field's value in a request: its own key, else the first of its other keys that is given. */
+function valueOf(input: ResourceInput, name: string, field: BodyField): unknown {
+  if (field.readOnly) return undefined;
+  for (const key of field.from ?? []) if (isGiven(input[key])) return input[key];
+  return input[name];
+}
+
+/** Python clients send None for what they leave unset; a field an update needs must be there. */
+function checkUpdateRequires(kind: ResourceKind, input: ResourceInput) {
+  for (const name of kind.updateRequires ?? []) {
+    const field = kind.fields[name];
+    const value = field ? valueOf(input, name, field) : input[name];
+    if (!isGiven(value)) throw new InvalidInput(field?.required ?? `${name} is required.`);
+  }
+}
 
 /** The declaration's fields filled in: EntityKind's view from the common fields and the body's. */
 export function resourceKind(
@@ -57,7 +79,8 @@ export function resourceKind(
     view:
       declaration.view ??
       ((record: EntityRecord) => {
-        const view: Record<string, unknown> = { ...commonView(record) };
+        const { id, ...common } = commonView(record);
+        const view: Record<string, unknown> = { [kind.idField]: id, ...common };
         if (kind.hasDate) view.date = record.date;
         for (const [name, field] of Object.entries(kind.fields)) {
           view[name] =
@@ -87,7 +110,8 @@ function knownFields(kind: ResourceKind, input: ResourceInput): Record<string, u
     description: input.description,
     tags: input.tags,
   };
-  for (const [name, field] of Object.entries(kind.fields)) if (!field.readOnly) known[name] = input[name];
+  for (const [name, field] of Object.entries(kind.fields))
+    if (!field.readOnly) known[name] = valueOf(input, name, field);
   return known;
 }
 
@@ -97,11 +121,12 @@ export async function createResource(
   kind: ResourceKind,
   input: ResourceInput,
 ): Promise<EntityRecord> {
+  const symbol = kind.checkSymbol?.(input.symbol);
   checkStorableFields(knownFields(kind, input));
   const body: Record<string, unknown> = {};
   const given = new Set<string>();
   for (const [name, field] of Object.entries(kind.fields)) {
-    const value = field.readOnly ? undefined : input[name];
+    const value = valueOf(input, name, field);
     if (isGiven(value)) {
       body[name] = field.check ? field.check(value) : value;
       given.add(name);
@@ -113,6 +138,7 @@ export async function createResource(
   }
   await kind.finish?.(body, { db, given });
   return createEntity(db, actor, kind, {
+    ...(symbol === undefined ? {} : { id: symbol }),
     workspace: input.workspace,
     name: input.name,
     description: input.description,
@@ -133,10 +159,11 @@ export async function updateResource(
   id: string,
   input: ResourceInput,
 ): Promise<EntityRecord> {
+  checkUpdateRequires(kind, input);
   checkStorableFields(knownFields(kind, input));
   const changes: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(kind.fields)) {
-    const value = field.readOnly ? undefined : input[name];
+    const value = valueOf(input, name, field);
     if (isGiven(value)) changes[name] = field.check ? field.check(value) : value;
     else if (value === null && field.nullClears) changes[name] = null;
   }
@@ -144,7 +171,8 @@ export async function updateResource(
     const body = { ...current.body, ...changes };
     await kind.finish?.(body, { db, given: new Set(Object.keys(changes)) });
     return {
-      name: input.name,
+      // A name left out or null keeps the stored one.
+      name: input.name ?? undefined,
       description: input.description,
       tags: input.tags ?? undefined,
       date: input.date,
