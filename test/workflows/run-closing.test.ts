@@ -1,3 +1,4 @@
+import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { startHarness, type WorkflowHarness, workerId } from './workflow-harness';
 
 /**
@@ -59,8 +60,19 @@ describe('closing a run', () => {
       ],
     });
     const started = await h.run(workflow.id, {});
-    const result = await h.t.temporal.workflow.getHandle(started.id).result();
-    expect(result).toMatchObject({ runStatus: 'FAILED', failure: { workerId: e } });
+    const failed = await h.t.temporal.workflow
+      .getHandle(started.id)
+      .result()
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(failed).toBeInstanceOf(WorkflowFailedError);
+    // The Temporal failure carries the outcome the records were closed with.
+    const cause = (failed as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause.details).toEqual([
+      expect.objectContaining({ runStatus: 'FAILED', failure: expect.objectContaining({ workerId: e }) }),
+    ]);
     const ended = await h.pollUntilEnded(workflow.id, started.id);
     // The run failed in its Ender, so it names that Ender's execution (the legacy client reads it).
     expect(ended).toMatchObject({

@@ -1,5 +1,6 @@
 import {
   ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   isCancellation,
   patched,
@@ -46,6 +47,15 @@ const RUN_STATUS = { name: 'PasRunStatus', type: 'KEYWORD' } as const;
 const NOT_FORKED: ParallelInfo = { index: -1, length: -1 };
 /** Patch marker: from this version on, the main path's ENDER step closes the run's records. */
 const ENDER_CLOSES_RUN = 'ender-closes-run';
+/**
+ * Patch marker: from this version on, a run that ends FAILED fails its Temporal workflow too (red in
+ * the Temporal UI, counted in its Failures), once its records are closed. Runs written by older code
+ * completed instead, and replay doing so.
+ */
+const FAILED_RUN_FAILS = 'failed-run-fails-workflow';
+/** `ApplicationFailure` types of a failed run: a worker's own failure, or a stop outside any worker. */
+const WORKER_FAILED = 'WorkerFailed';
+const RUN_FAILED = 'RunFailed';
 
 /** A worker that failed for good; it ends the run wherever it happens, branches included. */
 class WorkerFailed extends Error {
@@ -59,7 +69,8 @@ class WorkerFailed extends Error {
  * one activity per worker execution, id `<worker>#<parallel_index>`, following the edges from the
  * STARTER to an ENDER. A FORKER's branches run in parallel and meet at its BARRIER; a CONDITIONAL
  * picks one way on. The run ends FAILED as soon as a worker fails for good (the other branches are
- * cancelled), and it always ends: the spec lets a failed run stay RUNNING, we never do.
+ * cancelled), and it always ends: the spec lets a failed run stay RUNNING, we never do. A FAILED run
+ * closes its records first, then fails the Temporal workflow with an ApplicationFailure.
  * Deterministic: no I/O, no clock, no randomness; inputs and results travel by id.
  */
 export async function interpreterWorkflow(input: InterpreterInput): Promise<FinishRunInput> {
@@ -216,5 +227,35 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
   }
   upsertSearchAttributes([{ key: RUN_STATUS, value: outcome.runStatus }]);
   upsertMemo({ run_status: outcome.runStatus });
+  if (outcome.runStatus === 'FAILED' && patched(FAILED_RUN_FAILS)) {
+    throw failureOf(outcome, (id) => byId.get(id)?.name ?? id);
+  }
   return outcome;
+}
+
+/**
+ * What the Temporal UI shows for a failed run: the worker, its worker execution and the script's
+ * message; `details` holds the run's outcome as the records have it. Non-retryable: a rerun is a
+ * new execution (POST .../retry), never Temporal re-running this one.
+ */
+function failureOf(outcome: FinishRunInput, nameOf: (workerId: string) => string): ApplicationFailure {
+  const failure = outcome.failure;
+  if (!failure?.workerId) {
+    return ApplicationFailure.create({
+      type: RUN_FAILED,
+      message: failure?.message ?? 'The run failed.',
+      nonRetryable: true,
+      details: [outcome],
+    });
+  }
+  const branch = failure.parallelIndex >= 0 ? `, branch ${failure.parallelIndex}` : '';
+  const where = failure.workerExecutionId
+    ? `worker execution ${failure.workerExecutionId}`
+    : 'no worker execution recorded';
+  return ApplicationFailure.create({
+    type: WORKER_FAILED,
+    message: `Worker ${nameOf(failure.workerId)} (${failure.workerId}${branch}; ${where}) failed: ${failure.message}`,
+    nonRetryable: true,
+    details: [outcome],
+  });
 }
