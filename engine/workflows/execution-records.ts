@@ -3,7 +3,7 @@ import type { Database } from '../db/database';
 import { NotFound } from '../errors';
 import { newId } from '../ids';
 import { epochSeconds } from '../lists/page-token';
-import type { WorkerType } from './workflow-definition';
+import type { WorkerNode, WorkerType, WorkflowPlan } from './workflow-definition';
 
 export type RunStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED';
 export type Trigger = 'MANUAL' | 'API' | 'TIME_BASED' | 'FILE_RECEIVED';
@@ -33,7 +33,17 @@ export interface WorkflowExecutionRow {
   user_id: string | null;
   credential_id: string | null;
   credential_type: CredentialType | null;
+  /** The workers and plan the run started with; null for runs recorded before it was kept. */
+  definition: RunDefinition | null;
+  /** The FAILED execution this one re-runs from its failed step; null for a plain run. */
+  retry_of: string | null;
   version: number;
+}
+
+/** What a run executes: the definition's workers and the plan derived from them. */
+export interface RunDefinition {
+  workers: WorkerNode[];
+  plan: WorkflowPlan;
 }
 
 export interface WorkerExecutionRow {
@@ -58,6 +68,8 @@ export interface WorkerExecutionRow {
   input_params: Record<string, unknown> | null;
   logs: unknown;
   error_message: string | null;
+  /** In a retry: the failed execution's worker execution whose recorded outcome this step reuses. */
+  reused_from: string | null;
   version: number;
 }
 
@@ -82,6 +94,7 @@ export function workflowExecutionView(row: WorkflowExecutionRow, withResume = fa
     real_execution_time: row.real_execution_time,
     total_execution_time: row.total_execution_time,
     resume: withResume ? row.resume : null,
+    retry_of: row.retry_of,
     version: String(row.version),
   };
 }
@@ -108,6 +121,7 @@ export function workerExecutionView(row: WorkerExecutionRow, withResult: boolean
     input_params: row.input_params,
     error_message: row.error_message,
     logs: withResult ? ((row.logs as unknown[] | null) ?? []) : undefined,
+    reused_from: row.reused_from,
     version: String(row.version),
   };
 }
@@ -128,6 +142,9 @@ export async function insertWorkflowExecution(
     credentialType: CredentialType;
     /** A caller that may retry (a scheduled launch) passes its own id; the default is a fresh one. */
     executionId?: string;
+    /** What the run executes (kept so a retry runs the same version); every run passes it. */
+    definition?: RunDefinition;
+    retryOf?: string;
   },
 ): Promise<WorkflowExecutionRow> {
   const now = new Date();
@@ -146,6 +163,8 @@ export async function insertWorkflowExecution(
       user_id: input.userId,
       credential_id: input.credentialId,
       credential_type: input.credentialType,
+      definition: input.definition ? JSON.stringify(input.definition) : null,
+      retry_of: input.retryOf ?? null,
       created_at: now,
       updated_at: now,
       started_at: now,
