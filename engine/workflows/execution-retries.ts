@@ -10,6 +10,7 @@ import {
   type WorkerExecutionRow,
   type WorkflowExecutionRow,
 } from './execution-records';
+import { localStepsOf } from './local-steps';
 import { startRecordedRun, type WorkflowRunner } from './workflow-runner';
 import { findWorkflow, type StoredWorkflow } from './workflow-store';
 
@@ -144,6 +145,7 @@ async function retryOne(
     trigger,
     workers: definition.workers,
     plan: definition.plan,
+    localSteps: await localStepsOf(db, workflow.accountId, definition.workers),
   });
   return retry;
 }

@@ -17,6 +17,7 @@ import {
   type Trigger,
   type WorkflowExecutionRow,
 } from './execution-records';
+import { localStepsOf } from './local-steps';
 import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
 import { parseDefinition } from './workflow-definition';
 import { temporalWorkflowSchedules, type WorkflowSchedules } from './workflow-schedules';
@@ -132,6 +133,7 @@ export async function runWorkflow(
   // Stored definitions were checked when saved; this re-derives the plan (and refuses a definition
   // written by an older version that the current rules no longer accept).
   const { workers, plan } = parseDefinition(workflow.workers);
+  const localSteps = await localStepsOf(db, workflow.accountId, workers);
   const interpreterInput = (executionId: string): InterpreterInput => ({
     executionId,
     accountId: workflow.accountId,
@@ -141,6 +143,7 @@ export async function runWorkflow(
     trigger: input.trigger,
     workers,
     plan,
+    localSteps,
   });
   if (input.executionId) {
     const existing = (await db('workflow_executions')

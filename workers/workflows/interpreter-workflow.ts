@@ -3,8 +3,10 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  type LocalActivityOptions,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   upsertMemo,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
@@ -34,6 +36,18 @@ const ACTIVITY_OPTIONS = {
     maximumAttempts: 20,
   },
 } as const;
+
+/**
+ * Short steps (input.localSteps) run as local activities, in the workflow task: no task round trip
+ * between consecutive ones. No heartbeat: a lost worker shows as the workflow task timing out, and
+ * the task, with the step, runs again on another worker (the SDK-call journal makes that safe).
+ * Backoffs longer than localRetryThreshold wait on a timer rather than inside the task.
+ */
+const LOCAL_STEP_OPTIONS: LocalActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  localRetryThreshold: '10 seconds',
+  retry: ACTIVITY_OPTIONS.retry,
+};
 
 // Closing the records is what makes a run leave RUNNING: retried until the database answers
 // (no maximumAttempts: unlimited).
@@ -66,7 +80,8 @@ class WorkerFailed extends Error {
 
 /**
  * Runs any stored workflow definition passed as input (see engine/workflows/workflow-definition.ts):
- * one activity per worker execution, id `<worker>#<parallel_index>`, following the edges from the
+ * one activity per worker execution, `<worker>#<parallel_index>` (a local activity for a short step,
+ * input.localSteps), following the edges from the
  * STARTER to an ENDER. A FORKER's branches run in parallel and meet at its BARRIER; a CONDITIONAL
  * picks one way on. The run ends FAILED as soon as a worker fails for good (the other branches are
  * cancelled), and it always ends: the spec lets a failed run stay RUNNING, we never do. A FAILED run
@@ -76,16 +91,17 @@ class WorkerFailed extends Error {
 export async function interpreterWorkflow(input: InterpreterInput): Promise<FinishRunInput> {
   const byId = new Map(input.workers.map((worker) => [worker.id, worker]));
   const node = (id: string): WorkerNode => byId.get(id)!;
+  const localSteps = new Set(input.localSteps ?? []);
 
   async function runWorker(
     worker: WorkerNode,
     parallel: ParallelInfo,
     inputs: InputRef,
   ): Promise<RunWorkerOutput> {
-    const { runWorker: runWorkerActivity } = proxyActivities<WorkerActivities>({
-      ...ACTIVITY_OPTIONS,
-      activityId: `${worker.id}#${parallel.index}`,
-    });
+    const step = `${worker.id}#${parallel.index}`;
+    const { runWorker: runWorkerActivity } = localSteps.has(worker.id)
+      ? proxyLocalActivities<WorkerActivities>({ ...LOCAL_STEP_OPTIONS, summary: step })
+      : proxyActivities<WorkerActivities>({ ...ACTIVITY_OPTIONS, activityId: step });
     // The main path's ENDER closes the run itself (one round trip fewer than a separate finishRun).
     // Behind a patch marker, so runs whose history was written by older code still replay.
     const closesRun = worker.type === 'ENDER' && parallel.index < 0 && patched(ENDER_CLOSES_RUN);
