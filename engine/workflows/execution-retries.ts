@@ -146,6 +146,7 @@ async function retryOne(
     workers: definition.workers,
     plan: definition.plan,
     localSteps: await localStepsOf(db, workflow.accountId, definition.workers),
+    retryOf: failed.id,
   });
   return retry;
 }

@@ -20,6 +20,8 @@ export interface InterpreterInput {
    * at start. Absent in runs started by older code: every step is then a regular activity.
    */
   localSteps?: string[];
+  /** A retry's failed execution (shown in the run's memo as `retry_of`); the workflow ignores it. */
+  retryOf?: string;
 }
 
 /**

@@ -91,6 +91,7 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
             workflow_name: input.workflowName,
             workspace: input.workspace,
             trigger: input.trigger,
+            ...(input.retryOf ? { retry_of: input.retryOf } : {}),
           },
         })
         .catch((error: unknown) => {

@@ -2,6 +2,7 @@ import { createTestAccount, type TestAccount } from '../support/test-app';
 import {
   type Execution,
   startHarness,
+  stepsInHistory,
   type WorkerExecution,
   type WorkflowHarness,
   workerId,
@@ -149,6 +150,10 @@ describe('retrying failed executions', () => {
     // In Temporal: a run of its own, which completed.
     const description = await h.t.temporal.workflow.getHandle(started.id).describe();
     expect(description.status.name).toBe('COMPLETED');
+    expect(description.memo).toMatchObject({ workflow_id: workflow.id, retry_of: failed.id });
+    // The reused steps answered their recorded outcome: the history still shows every step.
+    const steps = stepsInHistory(await h.t.temporal.workflow.getHandle(started.id).fetchHistory());
+    expect(steps.map((step) => step.step)).toEqual([ids.s, ids.a, ids.b, ids.e].map((id) => `${id}#-1`));
 
     // Once retried, a failed run is not retried again; nor is a run that did not fail.
     const twice = await retry(workflow.id, failed.id);
