@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { CredentialType } from '../accounts/account-store';
 import type { Database } from '../db/database';
 import { NotFound } from '../errors';
@@ -33,8 +34,8 @@ export interface WorkflowExecutionRow {
   user_id: string | null;
   credential_id: string | null;
   credential_type: CredentialType | null;
-  /** The workers and plan the run started with; null for runs recorded before it was kept. */
-  definition: RunDefinition | null;
+  /** The run_definitions row the run started with; null for runs recorded before they were kept. */
+  definition_sha256: string | null;
   /** The FAILED execution this one re-runs from its failed step; null for a plain run. */
   retry_of: string | null;
   version: number;
@@ -148,6 +149,7 @@ export async function insertWorkflowExecution(
   },
 ): Promise<WorkflowExecutionRow> {
   const now = new Date();
+  const definitionSha256 = input.definition ? await storeRunDefinition(db, input.definition) : null;
   const [row] = (await db('workflow_executions')
     .insert({
       id: input.executionId ?? newId('workflowExecution'),
@@ -163,7 +165,7 @@ export async function insertWorkflowExecution(
       user_id: input.userId,
       credential_id: input.credentialId,
       credential_type: input.credentialType,
-      definition: input.definition ? JSON.stringify(input.definition) : null,
+      definition_sha256: definitionSha256,
       retry_of: input.retryOf ?? null,
       created_at: now,
       updated_at: now,
@@ -171,6 +173,40 @@ export async function insertWorkflowExecution(
     })
     .returning('*')) as WorkflowExecutionRow[];
   return row!;
+}
+
+/** JSON with object keys sorted: one text per value, whichever order its keys came in (jsonb's, say). */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Stores a run's definition once, keyed by the SHA-256 of its canonical JSON (so a retry, which reads
+ * it back from jsonb, finds the same row), and answers that key.
+ */
+async function storeRunDefinition(db: Database, definition: RunDefinition): Promise<string> {
+  const json = canonicalJson(definition);
+  const sha256 = createHash('sha256').update(json).digest('hex');
+  await db('run_definitions').insert({ sha256, definition: json }).onConflict('sha256').ignore();
+  return sha256;
+}
+
+/** The definition a run started with; null for a run recorded before definitions were kept. */
+export async function runDefinitionOf(
+  db: Database,
+  execution: WorkflowExecutionRow,
+): Promise<RunDefinition | null> {
+  if (execution.definition_sha256 === null) return null;
+  const row = (await db('run_definitions').where({ sha256: execution.definition_sha256 }).first()) as
+    { definition: RunDefinition } | undefined;
+  return row?.definition ?? null;
 }
 
 export async function findWorkflowExecution(

@@ -6,6 +6,7 @@ import { parsePeriod } from '../lists/period';
 import { workflowExecutionOf } from './execution-queries';
 import {
   insertWorkflowExecution,
+  runDefinitionOf,
   type Trigger,
   type WorkerExecutionRow,
   type WorkflowExecutionRow,
@@ -85,7 +86,7 @@ async function retryOne(
   const earlier = (await db('workflow_executions').where({ retry_of: failed.id }).first('id')) as
     { id: string } | undefined;
   if (earlier) throw alreadyRetried(failed.id, earlier.id);
-  const definition = failed.definition ?? (await runner.startedDefinition(failed.id));
+  const definition = (await runDefinitionOf(db, failed)) ?? (await runner.startedDefinition(failed.id));
   if (definition === null) {
     throw new Conflict(
       `Workflow execution ${failed.id} cannot be retried: the definition it ran is no longer known ` +

@@ -133,6 +133,13 @@ describe('retrying failed executions', () => {
     expect(await portfoliosNamed(`made by A ${flag}`)).toBe(1);
     const ender = await h.workerExecution(ended.ender_worker_execution_id!);
     expect(ender.result).toEqual({ ...(before[1]!.result as object), b: true });
+    // The run and its retry point at one stored definition (kept once, not per run).
+    const shas = await h
+      .db('workflow_executions')
+      .whereIn('id', [failed.id, started.id])
+      .pluck('definition_sha256');
+    expect(shas[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(new Set(shas).size).toBe(1);
     // The failed run is left as it was.
     const again = await h.pollUntilEnded(workflow.id, failed.id);
     expect(again).toMatchObject({ run_status: 'FAILED', ender_worker_execution_id: null });
@@ -317,7 +324,7 @@ describe('retrying failed executions', () => {
     const flag = `old-${tag()}`;
     const { workflow, ids } = await linearWorkflow(flag);
     const failed = await h.pollUntilEnded(workflow.id, (await h.run(workflow.id, { n: 3 })).id);
-    await h.db('workflow_executions').where({ id: failed.id }).update({ definition: null });
+    await h.db('workflow_executions').where({ id: failed.id }).update({ definition_sha256: null });
     // Edited since, so only the history can say what the run ran.
     await h.call('PUT', `/v2/workflows/${workflow.id}`, {
       workers: [
@@ -342,7 +349,7 @@ describe('retrying failed executions', () => {
       ...(await h.db('workflow_executions').where({ id: lost.id }).first()),
       id: orphan,
       run_status: 'FAILED',
-      definition: null,
+      definition_sha256: null,
     });
     const refused = await retry(workflow.id, orphan);
     expect(refused.statusCode).toBe(409);
