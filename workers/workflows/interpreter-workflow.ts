@@ -62,8 +62,8 @@ const NOT_FORKED: ParallelInfo = { index: -1, length: -1 };
 /** Patch marker: from this version on, the main path's ENDER step closes the run's records. */
 const ENDER_CLOSES_RUN = 'ender-closes-run';
 /**
- * Patch marker: from this version on, a run that ends FAILED fails its Temporal workflow too (red in
- * the Temporal UI, counted in its Failures), once its records are closed. Runs written by older code
+ * Patch marker: from this version on, a run that ends FAILED fails its Temporal workflow too (FAILED,
+ * red, in the Temporal UI), once its records are closed. Runs written by older code
  * completed instead, and replay doing so.
  */
 const FAILED_RUN_FAILS = 'failed-run-fails-workflow';
