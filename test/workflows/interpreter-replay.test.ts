@@ -45,6 +45,21 @@ describe('replaying histories written by older interpreter code', () => {
     await expect(Worker.runReplayHistory({ workflowsPath }, await recorded(file))).resolves.toBeUndefined();
   });
 
+  test('a run started with localSteps that an older worker ran with regular activities replays (a fleet mid-upgrade)', async () => {
+    for (const file of ['failed-in-branch.json', 'succeeded.json']) {
+      const history = await recorded(`before-failed-runs-fail/${file}`);
+      // What the newer API starts: the same input naming every worker a local step.
+      const payload = history.events[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+      const input = JSON.parse(Buffer.from(payload.data!).toString('utf8')) as {
+        workers: Array<{ id: string }>;
+        localSteps?: string[];
+      };
+      input.localSteps = input.workers.map((worker) => worker.id);
+      payload.data = Buffer.from(JSON.stringify(input));
+      await expect(Worker.runReplayHistory({ workflowsPath }, history)).resolves.toBeUndefined();
+    }
+  });
+
   test('a history that does not match the code is caught (the check can fail)', async () => {
     const history = await recorded('before-failed-runs-fail/failed-at-ender.json');
     // Drop the first activity the run scheduled: the code schedules it, the history does not.

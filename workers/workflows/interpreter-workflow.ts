@@ -67,6 +67,8 @@ const ENDER_CLOSES_RUN = 'ender-closes-run';
  * completed instead, and replay doing so.
  */
 const FAILED_RUN_FAILS = 'failed-run-fails-workflow';
+/** Patch marker: from this version on, the steps named in input.localSteps run as local activities. */
+const LOCAL_STEPS = 'local-steps';
 /** `ApplicationFailure` types of a failed run: a worker's own failure, or a stop outside any worker. */
 const WORKER_FAILED = 'WorkerFailed';
 const RUN_FAILED = 'RunFailed';
@@ -99,7 +101,10 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
     inputs: InputRef,
   ): Promise<RunWorkerOutput> {
     const step = `${worker.id}#${parallel.index}`;
-    const { runWorker: runWorkerActivity } = localSteps.has(worker.id)
+    // Behind a patch marker too: a run started with localSteps that an older worker (a fleet being
+    // upgraded) began with regular activities goes on with them when a newer worker replays it.
+    const local = localSteps.has(worker.id) && patched(LOCAL_STEPS);
+    const { runWorker: runWorkerActivity } = local
       ? proxyLocalActivities<WorkerActivities>({ ...LOCAL_STEP_OPTIONS, summary: step })
       : proxyActivities<WorkerActivities>({ ...ACTIVITY_OPTIONS, activityId: step });
     // The main path's ENDER closes the run itself (one round trip fewer than a separate finishRun).
