@@ -258,6 +258,7 @@ export async function runFileUploadBench(): Promise<void> {
   const db = connectDatabase(postgres.url, 10);
   const noWorkflows: WorkflowRunner = {
     start: () => Promise.reject(new Error('workflows are not part of this benchmark')),
+    startedDefinition: () => Promise.reject(new Error('workflows are not part of this benchmark')),
     schedules: noWorkflowSchedules('workflows are not part of this benchmark'),
   };
   const bare = Fastify({ logger: false, bodyLimit: MAX_PAYLOAD_BYTES });

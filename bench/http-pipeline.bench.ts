@@ -28,6 +28,7 @@ export async function runHttpPipelineBench(): Promise<void> {
   // The benchmark starts no workflow; a run request would fail loudly rather than pretend.
   const noWorkflows: WorkflowRunner = {
     start: () => Promise.reject(new Error('workflows are not part of this benchmark')),
+    startedDefinition: () => Promise.reject(new Error('workflows are not part of this benchmark')),
     schedules: noWorkflowSchedules('workflows are not part of this benchmark'),
   };
   const bare = Fastify({ logger: false });

@@ -2,6 +2,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/db/database';
 import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import { LOCAL_STEP_MAX_SECONDS } from '../../engine/workflows/local-steps';
 import {
   createWorkerTemplate,
   deleteWorkerTemplate,
@@ -130,7 +131,9 @@ const publishFields = {
       description:
         `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
         'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
-        'default (30 s unless configured).',
+        `default (30 s unless configured). A template allowed at most ${LOCAL_STEP_MAX_SECONDS} s runs its ` +
+        'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
+        'as regular activities with heartbeats.',
     }),
   ),
   form_inputs: Type.Optional(

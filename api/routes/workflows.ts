@@ -11,6 +11,11 @@ import {
   workflowExecutionOf,
 } from '../../engine/workflows/execution-queries';
 import { workerExecutionView, workflowExecutionView } from '../../engine/workflows/execution-records';
+import {
+  RETRY_BATCH_MAX,
+  retryExecution,
+  retryFailedExecutions,
+} from '../../engine/workflows/execution-retries';
 import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
   createWorkflowWithSchedule,
@@ -18,7 +23,7 @@ import {
   updateWorkflowWithSchedule,
 } from '../../engine/workflows/workflow-schedules';
 import { TRIGGER_TYPES, WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
-import { Description, IdParams, Name, Tags, WorkspaceParam } from '../schemas/fields';
+import { Description, EntityId, IdParams, Name, PeriodBound, Tags, WorkspaceParam } from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -177,6 +182,13 @@ const WorkflowExecution = Type.Object(
           'parallel_index_max, failure {worker_id, parallel_index, worker_execution_id, message} or null, ender_result_bytes.',
       }),
     ),
+    retry_of: Nullable(
+      Type.String({
+        description:
+          'Extension: the FAILED execution this one re-runs from its failed step (POST …/retry); null for a ' +
+          'plain run.',
+      }),
+    ),
     version: Type.String(),
   },
   { $id: 'WorkflowExecution', title: 'WorkflowExecution' },
@@ -206,6 +218,13 @@ const WorkerExecution = Type.Object(
     logs: Type.Optional(
       Type.Array(Type.Object({ level: Type.String(), message: Type.String(), at: Type.Number() }), {
         description: 'The script’s console lines (with the result).',
+      }),
+    ),
+    reused_from: Nullable(
+      Type.String({
+        description:
+          'Extension, in a retry: the failed execution’s worker execution whose outcome this step reuses ' +
+          '(its script was not run again; times are those of the original). Null for a step that ran.',
       }),
     ),
     version: Type.String(),
@@ -462,6 +481,118 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
         parameters: request.body.parameters,
       });
       return reply.code(202).send({ workflow_execution: workflowExecutionView(execution) });
+    },
+  );
+
+  app.post(
+    '/workflows/:id/workflow_executions/:execution_id/retry',
+    {
+      config: { auditEntity: 'WorkflowExecution', auditOperation: 'EXECUTE' },
+      schema: {
+        tags,
+        summary: 'Re-run a FAILED execution from its failed step (extension)',
+        description:
+          'Extension. Starts a new execution (202, RUNNING) of the definition the failed execution ran, even if ' +
+          'the workflow was edited since, with the same parameters. The worker executions that COMPLETED in the ' +
+          'failed run are not run again: the new execution holds copies of them (reused_from names the original, ' +
+          'result included), and the run goes on from the failed worker; in a FORKER, the branches that completed ' +
+          'are reused and the failed and stopped ones run again. The new execution names the failed one in ' +
+          'retry_of and is audited as EXECUTE; its trigger follows the credentials, as for /run. An execution ' +
+          'is retried once: 409 when it is not FAILED or already has a retry (retry that one). 404 for an ' +
+          'unknown workflow or an execution that is not one of its runs; 503 (recorded FAILED) when the workflow ' +
+          'engine refuses the start.',
+        params: Type.Object({
+          id: EntityId('workflow'),
+          execution_id: EntityId('workflowExecution', 'The FAILED execution to re-run (wfex_…).'),
+        }),
+        // Null when sent without a body (nothing in it is required).
+        body: Type.Union([Type.Object({ workspace: workspaceField }), Type.Null()]),
+        'x-body-optional': true,
+        querystring: WorkspaceQuery,
+        response: {
+          202: Type.Object({ workflow_execution: Type.Ref('WorkflowExecution') }),
+          ...errorResponses(400, 404, 409, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const execution = await retryExecution(db, workflows, request.actor, {
+        workflowId: request.params.id,
+        executionId: request.params.execution_id,
+        workspace: request.body?.workspace ?? request.query.workspace,
+        trigger: triggerOf(request.actor),
+      });
+      return reply.code(202).send({ workflow_execution: workflowExecutionView(execution) });
+    },
+  );
+
+  app.post(
+    '/workflows/:id/retry_failed',
+    {
+      config: { ...config, auditOperation: 'EXECUTE' },
+      schema: {
+        tags,
+        summary: 'Re-run the FAILED executions of a period, each from its failed step (extension)',
+        description:
+          'Extension. Does what POST …/workflow_executions/{execution_id}/retry does for every FAILED execution ' +
+          `of the workflow started (created) in the period and not retried yet, oldest first, at most limit ` +
+          `(default and maximum ${RETRY_BATCH_MAX}) per call. Answers 202 with the executions started, the ones ` +
+          'skipped and why, and how many remain: call again until has_more is false (those retried are not ' +
+          'picked again). The period takes the list endpoints’ format (start, end or date_time: YYYYMMDD or ' +
+          '"YYYYMMDD HH:MM:SS", UTC, both bounds inclusive); one bound at least is required.',
+        params: IdParam,
+        body: Type.Object({
+          start: Type.Optional(PeriodBound),
+          end: Type.Optional(PeriodBound),
+          date_time: Type.Optional(PeriodBound),
+          limit: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: RETRY_BATCH_MAX,
+              'x-rule': `an integer from 1 to ${RETRY_BATCH_MAX}`,
+              description: `Most executions to retry in this call: 1 to ${RETRY_BATCH_MAX}, default ${RETRY_BATCH_MAX}.`,
+            }),
+          ),
+          workspace: workspaceField,
+        }),
+        querystring: WorkspaceQuery,
+        response: {
+          202: Type.Object({
+            started: Type.Integer({ description: 'How many retries this call started.' }),
+            workflow_executions: Type.Array(Type.Ref('WorkflowExecution'), {
+              description: 'The executions started (RUNNING), each with retry_of.',
+            }),
+            skipped: Type.Array(
+              Type.Object({ workflow_execution_id: Type.String(), message: Type.String() }),
+              { description: 'Failed executions of this batch that could not be retried, and why.' },
+            ),
+            remaining: Type.Integer({
+              description: 'FAILED executions of the period still without a retry after this call.',
+            }),
+            has_more: Type.Boolean({ description: 'Whether a further call has executions to retry.' }),
+          }),
+          ...errorResponses(400, 404, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { body } = request;
+      const outcome = await retryFailedExecutions(db, workflows, request.actor, {
+        workflowId: request.params.id,
+        workspace: body.workspace ?? request.query.workspace,
+        start: body.start,
+        end: body.end,
+        dateTime: body.date_time,
+        limit: body.limit,
+        trigger: triggerOf(request.actor),
+      });
+      return reply.code(202).send({
+        started: outcome.started.length,
+        workflow_executions: outcome.started.map((row) => workflowExecutionView(row)),
+        skipped: outcome.skipped,
+        remaining: outcome.remaining,
+        has_more: outcome.remaining > outcome.skipped.length,
+      });
     },
   );
 

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { CredentialType } from '../accounts/account-store';
 import type { Database } from '../db/database';
 import { NotFound } from '../errors';
 import { newId } from '../ids';
 import { epochSeconds } from '../lists/page-token';
-import type { WorkerType } from './workflow-definition';
+import type { WorkerNode, WorkerType, WorkflowPlan } from './workflow-definition';
 
 export type RunStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED';
 export type Trigger = 'MANUAL' | 'API' | 'TIME_BASED' | 'FILE_RECEIVED';
@@ -33,7 +34,17 @@ export interface WorkflowExecutionRow {
   user_id: string | null;
   credential_id: string | null;
   credential_type: CredentialType | null;
+  /** The run_definitions row the run started with; null for runs recorded before they were kept. */
+  definition_sha256: string | null;
+  /** The FAILED execution this one re-runs from its failed step; null for a plain run. */
+  retry_of: string | null;
   version: number;
+}
+
+/** What a run executes: the definition's workers and the plan derived from them. */
+export interface RunDefinition {
+  workers: WorkerNode[];
+  plan: WorkflowPlan;
 }
 
 export interface WorkerExecutionRow {
@@ -58,6 +69,8 @@ export interface WorkerExecutionRow {
   input_params: Record<string, unknown> | null;
   logs: unknown;
   error_message: string | null;
+  /** In a retry: the failed execution's worker execution whose recorded outcome this step reuses. */
+  reused_from: string | null;
   version: number;
 }
 
@@ -82,6 +95,7 @@ export function workflowExecutionView(row: WorkflowExecutionRow, withResume = fa
     real_execution_time: row.real_execution_time,
     total_execution_time: row.total_execution_time,
     resume: withResume ? row.resume : null,
+    retry_of: row.retry_of,
     version: String(row.version),
   };
 }
@@ -108,6 +122,7 @@ export function workerExecutionView(row: WorkerExecutionRow, withResult: boolean
     input_params: row.input_params,
     error_message: row.error_message,
     logs: withResult ? ((row.logs as unknown[] | null) ?? []) : undefined,
+    reused_from: row.reused_from,
     version: String(row.version),
   };
 }
@@ -128,9 +143,13 @@ export async function insertWorkflowExecution(
     credentialType: CredentialType;
     /** A caller that may retry (a scheduled launch) passes its own id; the default is a fresh one. */
     executionId?: string;
+    /** What the run executes (kept so a retry runs the same version); every run passes it. */
+    definition?: RunDefinition;
+    retryOf?: string;
   },
 ): Promise<WorkflowExecutionRow> {
   const now = new Date();
+  const definitionSha256 = input.definition ? await storeRunDefinition(db, input.definition) : null;
   const [row] = (await db('workflow_executions')
     .insert({
       id: input.executionId ?? newId('workflowExecution'),
@@ -146,12 +165,48 @@ export async function insertWorkflowExecution(
       user_id: input.userId,
       credential_id: input.credentialId,
       credential_type: input.credentialType,
+      definition_sha256: definitionSha256,
+      retry_of: input.retryOf ?? null,
       created_at: now,
       updated_at: now,
       started_at: now,
     })
     .returning('*')) as WorkflowExecutionRow[];
   return row!;
+}
+
+/** JSON with object keys sorted: one text per value, whichever order its keys came in (jsonb's, say). */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Stores a run's definition once, keyed by the SHA-256 of its canonical JSON (so a retry, which reads
+ * it back from jsonb, finds the same row), and answers that key.
+ */
+async function storeRunDefinition(db: Database, definition: RunDefinition): Promise<string> {
+  const json = canonicalJson(definition);
+  const sha256 = createHash('sha256').update(json).digest('hex');
+  await db('run_definitions').insert({ sha256, definition: json }).onConflict('sha256').ignore();
+  return sha256;
+}
+
+/** The definition a run started with; null for a run recorded before definitions were kept. */
+export async function runDefinitionOf(
+  db: Database,
+  execution: WorkflowExecutionRow,
+): Promise<RunDefinition | null> {
+  if (execution.definition_sha256 === null) return null;
+  const row = (await db('run_definitions').where({ sha256: execution.definition_sha256 }).first()) as
+    { definition: RunDefinition } | undefined;
+  return row?.definition ?? null;
 }
 
 export async function findWorkflowExecution(

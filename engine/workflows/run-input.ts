@@ -15,6 +15,13 @@ export interface InterpreterInput {
   trigger: Trigger;
   workers: WorkerNode[];
   plan: WorkflowPlan;
+  /**
+   * Workers whose steps run as Temporal local activities (engine/workflows/local-steps.ts), decided
+   * at start. Absent in runs started by older code: every step is then a regular activity.
+   */
+  localSteps?: string[];
+  /** A retry's failed execution (shown in the run's memo as `retry_of`); the workflow ignores it. */
+  retryOf?: string;
 }
 
 /**

@@ -1,5 +1,6 @@
-import { type Client } from '@temporalio/client';
+import { type Client, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import {
+  defaultPayloadConverter,
   defineSearchAttributeKey,
   SearchAttributeType,
   TypedSearchAttributes,
@@ -12,9 +13,11 @@ import { DomainError } from '../errors';
 import {
   endWorkflowExecution,
   insertWorkflowExecution,
+  type RunDefinition,
   type Trigger,
   type WorkflowExecutionRow,
 } from './execution-records';
+import { localStepsOf } from './local-steps';
 import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
 import { parseDefinition } from './workflow-definition';
 import { temporalWorkflowSchedules, type WorkflowSchedules } from './workflow-schedules';
@@ -26,8 +29,16 @@ import { findWorkflow } from './workflow-store';
  */
 export interface WorkflowRunner {
   start(input: InterpreterInput): Promise<void>;
+  /**
+   * The definition a run was started with, from its Temporal history (for runs recorded before the
+   * execution row kept it); null once Temporal no longer has the run (past its retention).
+   */
+  startedDefinition(executionId: string): Promise<RunDefinition | null>;
   schedules: WorkflowSchedules;
 }
+
+/** gRPC status code 5: the service has no such entity. */
+const GRPC_NOT_FOUND = 5;
 
 const keyword = (name: string) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
 const KEYS = {
@@ -42,6 +53,22 @@ const KEYS = {
 export function temporalWorkflowRunner(client: Client, taskQueue: string): WorkflowRunner {
   return {
     schedules: temporalWorkflowSchedules(client, taskQueue),
+    async startedDefinition(executionId) {
+      let history;
+      try {
+        history = await client.workflow.getHandle(executionId).fetchHistory();
+      } catch (error) {
+        // fetchHistory hands on the gRPC error as it came: NOT_FOUND is a run Temporal does not have.
+        if (error instanceof WorkflowNotFoundError) return null;
+        if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) return null;
+        throw error;
+      }
+      const payload =
+        history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0] ?? null;
+      if (payload === null) return null;
+      const input = defaultPayloadConverter.fromPayload<Partial<InterpreterInput>>(payload);
+      return Array.isArray(input.workers) && input.plan ? { workers: input.workers, plan: input.plan } : null;
+    },
     async start(input) {
       await client.workflow
         .start(INTERPRETER_WORKFLOW, {
@@ -64,6 +91,7 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
             workflow_name: input.workflowName,
             workspace: input.workspace,
             trigger: input.trigger,
+            ...(input.retryOf ? { retry_of: input.retryOf } : {}),
           },
         })
         .catch((error: unknown) => {
@@ -106,6 +134,7 @@ export async function runWorkflow(
   // Stored definitions were checked when saved; this re-derives the plan (and refuses a definition
   // written by an older version that the current rules no longer accept).
   const { workers, plan } = parseDefinition(workflow.workers);
+  const localSteps = await localStepsOf(db, workflow.accountId, workers);
   const interpreterInput = (executionId: string): InterpreterInput => ({
     executionId,
     accountId: workflow.accountId,
@@ -115,6 +144,7 @@ export async function runWorkflow(
     trigger: input.trigger,
     workers,
     plan,
+    localSteps,
   });
   if (input.executionId) {
     const existing = (await db('workflow_executions')
@@ -140,6 +170,7 @@ export async function runWorkflow(
       userId: actor.principal.userId,
       credentialId: actor.principal.credentialId,
       credentialType: actor.principal.credentialType,
+      definition: { workers, plan },
     });
     await recordAudit(trx, actor, {
       operation: 'EXECUTE',
@@ -151,10 +182,23 @@ export async function runWorkflow(
     });
     return row;
   });
+  await startRecordedRun(db, runner, interpreterInput(execution.id));
+  return execution;
+}
+
+/**
+ * Hands a recorded RUNNING execution to Temporal. When Temporal refuses, the execution is closed
+ * FAILED (it never started) and the caller gets a 503.
+ */
+export async function startRecordedRun(
+  db: Database,
+  runner: WorkflowRunner,
+  input: InterpreterInput,
+): Promise<void> {
   try {
-    await runner.start(interpreterInput(execution.id));
+    await runner.start(input);
   } catch (error) {
-    await endWorkflowExecution(db, execution.id, {
+    await endWorkflowExecution(db, input.executionId, {
       runStatus: 'FAILED',
       enderWorkerExecutionId: null,
       failure: {
@@ -166,5 +210,4 @@ export async function runWorkflow(
     });
     throw Object.assign(new WorkflowStartFailed(), { cause: error });
   }
-  return execution;
 }

@@ -52,10 +52,12 @@ export interface ScriptRun {
   limits?: Partial<SandboxLimits>;
   /** Exposed to the script as `sdk.<name>(...args)`, returning a Promise. */
   bridge?: Record<string, HostFunction>;
+  /** Aborting it stops the script where it is (its caller gave up on it): outcome `cancelled`. */
+  signal?: AbortSignal;
 }
 
 export type SandboxErrorKind =
-  'timeout' | 'memory' | 'script' | 'invalid_output' | 'invalid_input' | 'bridge';
+  'timeout' | 'memory' | 'script' | 'invalid_output' | 'invalid_input' | 'bridge' | 'cancelled';
 
 export interface SandboxError {
   kind: SandboxErrorKind;
@@ -361,10 +363,14 @@ export async function runScript(run: ScriptRun): Promise<ScriptOutcome> {
   if ('error' in encoded) return measured(failure('invalid_input', encoded.error), 0);
 
   const isolateRun = new IsolateRun(limits, startedAt);
+  const cancel = () => isolateRun.abort('cancelled', 'The script was stopped: its caller cancelled it.');
+  if (run.signal?.aborted) cancel();
+  run.signal?.addEventListener('abort', cancel, { once: true });
   let verdict: Verdict;
   try {
     verdict = await execute(run, isolateRun, limits, logs, entryPoint, encoded.json);
   } finally {
+    run.signal?.removeEventListener('abort', cancel);
     isolateRun.close();
   }
   return measured(verdict, isolateRun.cpuTimeMs);

@@ -196,6 +196,30 @@ describe('runScript: script errors', () => {
   });
 });
 
+describe('runScript: cancellation', () => {
+  test('aborting the signal stops a busy script and a waiting one at once; the host stays healthy', async () => {
+    for (const source of [
+      'function main() { for (;;) {} }',
+      'async function main() { await sdk.forever(); }',
+    ]) {
+      const controller = new AbortController();
+      const started = performance.now();
+      setTimeout(() => controller.abort(), 100);
+      const outcome = await run(source, {
+        signal: controller.signal,
+        bridge: { forever: () => new Promise(() => {}) },
+      });
+      expectFailure(outcome, 'cancelled', 'The script was stopped: its caller cancelled it.');
+      // Well before the 2 s time limit.
+      expect(performance.now() - started).toBeLessThan(1_500);
+    }
+    const aborted = new AbortController();
+    aborted.abort();
+    expectFailure(await run('function main() { return 1; }', { signal: aborted.signal }), 'cancelled');
+    await expectHealthy();
+  });
+});
+
 describe('runScript: console capture', () => {
   test('captures each level, formats values, and stamps the host time', async () => {
     const before = Date.now();

@@ -12,8 +12,9 @@ import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
 
 /**
  * Jest global setup: one real PostgreSQL and one real Temporal dev server for the whole run. Suites find
- * them through TEST_DATABASE_ADMIN_URL and TEST_TEMPORAL_ADDRESS, which jest workers inherit. When those
- * are already set (a server someone runs on purpose), they are used as they are and nothing is started.
+ * them through TEST_DATABASE_ADMIN_URL and TEST_TEMPORAL_ADDRESS (and its Web UI, TEST_TEMPORAL_UI_URL),
+ * which jest workers inherit. When those are already set (a server someone runs on purpose), they are
+ * used as they are and nothing is started.
  */
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -105,5 +106,9 @@ export default async function globalSetup(): Promise<void> {
     throw postgres.status === 'rejected' ? postgres.reason : (temporal as PromiseRejectedResult).reason;
   }
   if (services.postgres) process.env.TEST_DATABASE_ADMIN_URL = services.postgres.adminUrl;
-  if (services.temporal) process.env.TEST_TEMPORAL_ADDRESS = services.temporal.address;
+  if (services.temporal) {
+    process.env.TEST_TEMPORAL_ADDRESS = services.temporal.address;
+    // The dev server's Web UI, for the browser test of what an operator sees there.
+    process.env.TEST_TEMPORAL_UI_URL = services.temporal.uiUrl;
+  }
 }

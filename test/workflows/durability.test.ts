@@ -10,7 +10,7 @@ import {
   type TestApp,
 } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
-import { workerId } from './workflow-harness';
+import { stepsInHistory, workerId } from './workflow-harness';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const FIXTURE = path.join('test', 'workflows', 'fixtures', 'worker-process.ts');
@@ -59,8 +59,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
 
 /**
  * Kill and restart: the worker process dies (SIGKILL) in the middle of a script that already
- * created a portfolio; Temporal notices by the missed heartbeat (20 s) and retries the step on a
- * new process, which reruns the script. The SDK-call journal answers the calls the dead process
+ * created a portfolio; Temporal notices (a regular step by its missed heartbeat, 20 s; a short step,
+ * a local activity, by its workflow task timing out, 10 s) and the step runs again on a new process,
+ * which reruns the script. The SDK-call journal answers the calls the dead process
  * made, so the portfolio exists once, its CREATE is audited once, and the step keeps one row.
  */
 describe('durability: a worker process killed mid-script', () => {
@@ -91,29 +92,39 @@ describe('durability: a worker process killed mid-script', () => {
   const call = (method: 'GET' | 'POST', url: string, payload?: object) =>
     t.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
 
-  test('the run succeeds on a new process with one portfolio, one CREATE, one worker execution', async () => {
-    const [s, m, e] = [workerId(), workerId(), workerId()];
-    const stored = await call('POST', '/v2/workflows', {
-      name: 'Durable',
-      workers: [
-        { id: s, name: 'Start', type: 'STARTER', next: [m] },
-        {
-          id: m,
-          name: 'Create and wait',
-          type: 'BASIC',
-          // Creates, then reads until the test raises a flag (a datastore named "go"): provably
-          // mid-script for as long as the test wants.
-          script: `
+  /**
+   * Runs Start → Middle → End where Middle creates a portfolio, then reads until the test raises a
+   * flag (a datastore of that name): provably mid-script for as long as the test wants. Middle is
+   * an inline script (a short step: a local activity) or a template allowed 60 s (a regular one).
+   */
+  async function killMidScript(kind: 'local' | 'activity') {
+    const portfolioName = `Durable book ${kind}`;
+    const flagName = `go-${kind}`;
+    const script = `
             async function main() {
-              const made = await sdk.createPortfolio({ name: 'Durable book', securities: [{ id: 'p1', symbol: 'AAPL', quantity: 10 }] });
+              const made = await sdk.createPortfolio({ name: '${portfolioName}', securities: [{ id: 'p1', symbol: 'AAPL', quantity: 10 }] });
               for (;;) {
-                const flags = await sdk.listDatastores({ query: { filters: [['name', '=', 'go']] } });
+                const flags = await sdk.listDatastores({ query: { filters: [['name', '=', '${flagName}']] } });
                 if (flags.datastores.length > 0) break;
               }
               return { portfolio: made.id, name: made.name };
-            }`,
-          next: [e],
-        },
+            }`;
+    let middle: Record<string, unknown> = { script };
+    if (kind === 'activity') {
+      const template = await call('POST', '/v2/worker_templates', {
+        name: 'Durable step',
+        script,
+        timeout_seconds: 60,
+      });
+      expect(template.statusCode).toBe(200);
+      middle = { template_id: template.json().worker_template.id };
+    }
+    const [s, m, e] = [workerId(), workerId(), workerId()];
+    const stored = await call('POST', '/v2/workflows', {
+      name: `Durable ${kind}`,
+      workers: [
+        { id: s, name: 'Start', type: 'STARTER', next: [m] },
+        { id: m, name: 'Create and wait', type: 'BASIC', ...middle, next: [e] },
         { id: e, name: 'End', type: 'ENDER' },
       ],
     });
@@ -128,7 +139,7 @@ describe('durability: a worker process killed mid-script', () => {
 
     // Mid-script: the step is RUNNING and its portfolio exists (committed with its journal row).
     const portfolios = () =>
-      db('entities').where({ account_id: account.accountId, kind: 'portfolio', name: 'Durable book' });
+      db('entities').where({ account_id: account.accountId, kind: 'portfolio', name: portfolioName });
     await until('the script to create its portfolio', async () => {
       const step = await db('worker_executions')
         .where({ workflow_execution_id: executionId, worker_id: m, status: 'RUNNING' })
@@ -146,10 +157,11 @@ describe('durability: a worker process killed mid-script', () => {
 
     const second = await startWorkerProcess(database.url, taskQueue);
     processes.push(second);
-    const flag = await call('POST', '/v2/datastores', { name: 'go', data: [['x'], [1]] });
+    const flag = await call('POST', '/v2/datastores', { name: flagName, data: [['x'], [1]] });
     expect(flag.statusCode).toBe(200);
 
-    // The retry comes after the heartbeat timeout (20 s) and the first backoff (1 s).
+    // A regular step is retried after the heartbeat timeout (20 s) and the first backoff (1 s); a local
+    // one when its workflow task times out (10 s) and runs again on the new process.
     const ended = await until(
       'the run to end',
       async () => {
@@ -166,7 +178,7 @@ describe('durability: a worker process killed mid-script', () => {
       'GET',
       `/v2/workflows/worker_executions?worker_execution_id=${ended.ender_worker_execution_id as string}`,
     );
-    expect(ender.json().worker_execution.result).toEqual({ portfolio: made[0]!.id, name: 'Durable book' });
+    expect(ender.json().worker_execution.result).toEqual({ portfolio: made[0]!.id, name: portfolioName });
 
     const steps = await db('worker_executions').where({ workflow_execution_id: executionId, worker_id: m });
     expect(steps).toHaveLength(1);
@@ -191,5 +203,21 @@ describe('durability: a worker process killed mid-script', () => {
     });
     expect(creates).toHaveLength(1);
     expect(creates[0]).toMatchObject({ entity_id: made[0]!.id, source: 'WORKER' });
+
+    // The step ran as the kind it was meant to be.
+    const history = await t.temporal.workflow.getHandle(executionId).fetchHistory();
+    const kinds = stepsInHistory(history).filter((step) => step.step === `${m}#-1`);
+    expect(kinds.length).toBeGreaterThan(0);
+    expect(new Set(kinds.map((step) => step.kind))).toEqual(new Set([kind]));
+    second.child.kill('SIGTERM');
+    await second.exited;
+  }
+
+  test('a short step (local activity): the run succeeds on a new process with one portfolio, one CREATE, one worker execution', async () => {
+    await killMidScript('local');
+  }, 240_000);
+
+  test('a long step (regular activity with heartbeats): the same', async () => {
+    await killMidScript('activity');
   }, 240_000);
 });

@@ -1,3 +1,4 @@
+import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { startHarness, type WorkflowHarness, workerId } from './workflow-harness';
 
 /**
@@ -13,10 +14,15 @@ describe('closing a run', () => {
   }, 120_000);
   afterAll(() => h.close());
 
+  /** Activities in history order: a regular one by its type, a local one (a marker) as `local`. */
   async function activityTypes(executionId: string): Promise<string[]> {
     const history = await h.t.temporal.workflow.getHandle(executionId).fetchHistory();
     return (history.events ?? [])
-      .map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name)
+      .map(
+        (event) =>
+          event.activityTaskScheduledEventAttributes?.activityType?.name ??
+          (event.markerRecordedEventAttributes?.markerName === 'core_local_activity' ? 'local' : null),
+      )
       .filter((name): name is string => typeof name === 'string');
   }
 
@@ -44,7 +50,8 @@ describe('closing a run', () => {
     expect(ended.ender_worker_execution_id).toBe(result.enderWorkerExecutionId);
     expect((await h.workerExecution(ended.ender_worker_execution_id!)).result).toEqual({ n: 50 });
     expect(ended.duration).toEqual(expect.any(Number));
-    expect(await activityTypes(started.id)).toEqual(['runWorker', 'runWorker', 'runWorker']);
+    // Inline scripts and scriptless workers are short steps: local activities.
+    expect(await activityTypes(started.id)).toEqual(['local', 'local', 'local']);
     const description = await h.t.temporal.workflow.getHandle(started.id).describe();
     expect(description.searchAttributes.PasRunStatus).toEqual(['SUCCEEDED']);
   });
@@ -59,8 +66,19 @@ describe('closing a run', () => {
       ],
     });
     const started = await h.run(workflow.id, {});
-    const result = await h.t.temporal.workflow.getHandle(started.id).result();
-    expect(result).toMatchObject({ runStatus: 'FAILED', failure: { workerId: e } });
+    const failed = await h.t.temporal.workflow
+      .getHandle(started.id)
+      .result()
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(failed).toBeInstanceOf(WorkflowFailedError);
+    // The Temporal failure carries the outcome the records were closed with.
+    const cause = (failed as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause.details).toEqual([
+      expect.objectContaining({ runStatus: 'FAILED', failure: expect.objectContaining({ workerId: e }) }),
+    ]);
     const ended = await h.pollUntilEnded(workflow.id, started.id);
     // The run failed in its Ender, so it names that Ender's execution (the legacy client reads it).
     expect(ended).toMatchObject({
@@ -70,7 +88,7 @@ describe('closing a run', () => {
     });
     const ender = await h.workerExecution(ended.ender_worker_execution_id!);
     expect(ender).toMatchObject({ worker_id: e, worker_type: 'ENDER', status: 'ERROR' });
-    expect(await activityTypes(started.id)).toEqual(['runWorker', 'runWorker', 'finishRun']);
+    expect(await activityTypes(started.id)).toEqual(['local', 'local', 'finishRun']);
     const description = await h.t.temporal.workflow.getHandle(started.id).describe();
     expect(description.searchAttributes.PasRunStatus).toEqual(['FAILED']);
   });

@@ -1,3 +1,4 @@
+import type { temporal } from '@temporalio/proto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Database } from '../../engine/db/database';
@@ -64,6 +65,39 @@ export interface WorkerExecution {
   input_params: Record<string, unknown>;
   logs: Array<{ level: string; message: string }>;
   [key: string]: unknown;
+}
+
+/**
+ * The worker steps of a run's history, in order: a regular activity by its activity id, a local
+ * activity (a `core_local_activity` marker) by its summary; both read `<worker id>#<parallel index>`.
+ */
+export function stepsInHistory(
+  history: temporal.api.history.v1.IHistory,
+): Array<{ kind: 'activity' | 'local'; step: string; type: string }> {
+  const steps: Array<{ kind: 'activity' | 'local'; step: string; type: string }> = [];
+  for (const event of history.events ?? []) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) {
+      steps.push({
+        kind: 'activity',
+        step: scheduled.activityId ?? '',
+        type: scheduled.activityType?.name ?? '',
+      });
+    }
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_local_activity') {
+      const decode = (data: Uint8Array | null | undefined) =>
+        data ? (JSON.parse(Buffer.from(data).toString('utf8')) as unknown) : null;
+      const summary = decode(event.userMetadata?.summary?.data);
+      const info = decode(marker.details?.data?.payloads?.[0]?.data) as { activity_type?: string } | null;
+      steps.push({
+        kind: 'local',
+        step: typeof summary === 'string' ? summary : '',
+        type: info?.activity_type ?? '',
+      });
+    }
+  }
+  return steps;
 }
 
 /** A fresh worker id: `wrkr_` plus 25 characters. */

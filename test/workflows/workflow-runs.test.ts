@@ -1,5 +1,12 @@
+import { WorkflowFailedError } from '@temporalio/client';
 import { createTestAccount, type TestAccount } from '../support/test-app';
-import { type Execution, startHarness, type WorkflowHarness, workerId } from './workflow-harness';
+import {
+  type Execution,
+  startHarness,
+  stepsInHistory,
+  type WorkflowHarness,
+  workerId,
+} from './workflow-harness';
 
 /**
  * Runs on a real Temporal dev server, with a real Worker and real isolates: fan-out and join,
@@ -120,11 +127,10 @@ describe('workflow runs', () => {
         failure: null,
       });
 
-      // One activity per worker execution, named `<worker>#<parallel_index>` in the Temporal UI.
+      // One activity per worker execution, named `<worker>#<parallel_index>` in the Temporal UI (inline
+      // scripts are short steps: local activities, named by their summary).
       const history = await h.t.temporal.workflow.getHandle(ended.id).fetchHistory();
-      const activityIds = (history.events ?? [])
-        .map((event) => event.activityTaskScheduledEventAttributes?.activityId)
-        .filter((id): id is string => typeof id === 'string');
+      const activityIds = stepsInHistory(history).map((step) => step.step);
       expect(activityIds.filter((id) => id.includes('#')).sort()).toEqual(
         [`${s}#-1`, `${f}#-1`, `${b}#0`, `${b}#1`, `${b}#2`, `${j}#-1`, `${e}#-1`].sort(),
       );
@@ -385,10 +391,10 @@ describe('workflow runs', () => {
         result: { error: expect.stringMatching(/no prices/) },
         logs: [expect.objectContaining({ level: 'error', message: 'giving up' })],
       });
-      // The records close before the Temporal run does: wait for its result, then describe it.
-      await h.t.temporal.workflow.getHandle(started.id).result();
+      // The records close before the Temporal run does, which then fails (red in the Temporal UI).
+      await expect(h.t.temporal.workflow.getHandle(started.id).result()).rejects.toThrow(WorkflowFailedError);
       const description = await h.t.temporal.workflow.getHandle(started.id).describe();
-      expect(description.status.name).toBe('COMPLETED');
+      expect(description.status.name).toBe('FAILED');
       expect(description.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value])).toEqual(
         expect.arrayContaining([['PasRunStatus', 'FAILED']]),
       );

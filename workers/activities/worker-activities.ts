@@ -1,4 +1,9 @@
-import { heartbeat } from '@temporalio/activity';
+import {
+  activityInfo,
+  CancelledFailure,
+  cancellationSignal,
+  heartbeat as heartbeatActivity,
+} from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { SimulationBackend } from '../../calc';
 import type { Actor } from '../../engine/audit/audit-trail';
@@ -49,6 +54,27 @@ export interface WorkerActivityOptions {
 
 /** A quarter of the interpreter's 20-second heartbeat timeout, so a long script never looks lost. */
 const HEARTBEAT_INTERVAL_MS = 5_000;
+
+/**
+ * Aborts when the workflow cancelled this step (its run failed elsewhere), not for the other
+ * reasons an activity is cancelled: a worker shutting down lets its steps finish (or be retried).
+ */
+function cancelledByRun(): AbortSignal {
+  const step = cancellationSignal();
+  const run = new AbortController();
+  const onAbort = () => {
+    const reason: unknown = step.reason;
+    if (reason instanceof CancelledFailure && reason.message === 'CANCELLED') run.abort(reason);
+  };
+  if (step.aborted) onAbort();
+  else step.addEventListener('abort', onAbort, { once: true });
+  return run.signal;
+}
+
+/** Local activities (short steps) have no heartbeat: their workflow task's timeout watches them. */
+function heartbeat(): void {
+  if (!activityInfo().isLocal) heartbeatActivity();
+}
 
 async function loadExecution(db: Database, id: string): Promise<WorkflowExecutionRow> {
   const row = (await db('workflow_executions').where({ id }).first()) as WorkflowExecutionRow | undefined;
@@ -353,9 +379,16 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
               }
             : options.sandboxLimits,
           bridge,
+          signal: cancelledByRun(),
         });
       } finally {
         clearInterval(beat);
+      }
+      // The run gave up on this step (another branch failed): the step records nothing of its own;
+      // the run's close marks it stopped. A local step hears of it at once, a regular one at its
+      // next heartbeat.
+      if (!outcome.ok && outcome.error.kind === 'cancelled') {
+        throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
       outcome = { ...outcome, logs: journal.withLogs(outcome.logs) };
       return outcome.ok

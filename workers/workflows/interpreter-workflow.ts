@@ -1,9 +1,12 @@
 import {
   ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   isCancellation,
+  type LocalActivityOptions,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   upsertMemo,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
@@ -34,6 +37,18 @@ const ACTIVITY_OPTIONS = {
   },
 } as const;
 
+/**
+ * Short steps (input.localSteps) run as local activities, in the workflow task: no task round trip
+ * between consecutive ones. No heartbeat: a lost worker shows as the workflow task timing out, and
+ * the task, with the step, runs again on another worker (the SDK-call journal makes that safe).
+ * Backoffs longer than localRetryThreshold wait on a timer rather than inside the task.
+ */
+const LOCAL_STEP_OPTIONS: LocalActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  localRetryThreshold: '10 seconds',
+  retry: ACTIVITY_OPTIONS.retry,
+};
+
 // Closing the records is what makes a run leave RUNNING: retried until the database answers
 // (no maximumAttempts: unlimited).
 const { finishRun } = proxyActivities<WorkerActivities>({
@@ -46,6 +61,17 @@ const RUN_STATUS = { name: 'PasRunStatus', type: 'KEYWORD' } as const;
 const NOT_FORKED: ParallelInfo = { index: -1, length: -1 };
 /** Patch marker: from this version on, the main path's ENDER step closes the run's records. */
 const ENDER_CLOSES_RUN = 'ender-closes-run';
+/**
+ * Patch marker: from this version on, a run that ends FAILED fails its Temporal workflow too (FAILED,
+ * red, in the Temporal UI), once its records are closed. Runs written by older code
+ * completed instead, and replay doing so.
+ */
+const FAILED_RUN_FAILS = 'failed-run-fails-workflow';
+/** Patch marker: from this version on, the steps named in input.localSteps run as local activities. */
+const LOCAL_STEPS = 'local-steps';
+/** `ApplicationFailure` types of a failed run: a worker's own failure, or a stop outside any worker. */
+const WORKER_FAILED = 'WorkerFailed';
+const RUN_FAILED = 'RunFailed';
 
 /** A worker that failed for good; it ends the run wherever it happens, branches included. */
 class WorkerFailed extends Error {
@@ -56,25 +82,31 @@ class WorkerFailed extends Error {
 
 /**
  * Runs any stored workflow definition passed as input (see engine/workflows/workflow-definition.ts):
- * one activity per worker execution, id `<worker>#<parallel_index>`, following the edges from the
+ * one activity per worker execution, `<worker>#<parallel_index>` (a local activity for a short step,
+ * input.localSteps), following the edges from the
  * STARTER to an ENDER. A FORKER's branches run in parallel and meet at its BARRIER; a CONDITIONAL
  * picks one way on. The run ends FAILED as soon as a worker fails for good (the other branches are
- * cancelled), and it always ends: the spec lets a failed run stay RUNNING, we never do.
+ * cancelled), and it always ends: the spec lets a failed run stay RUNNING, we never do. A FAILED run
+ * closes its records first, then fails the Temporal workflow with an ApplicationFailure.
  * Deterministic: no I/O, no clock, no randomness; inputs and results travel by id.
  */
 export async function interpreterWorkflow(input: InterpreterInput): Promise<FinishRunInput> {
   const byId = new Map(input.workers.map((worker) => [worker.id, worker]));
   const node = (id: string): WorkerNode => byId.get(id)!;
+  const localSteps = new Set(input.localSteps ?? []);
 
   async function runWorker(
     worker: WorkerNode,
     parallel: ParallelInfo,
     inputs: InputRef,
   ): Promise<RunWorkerOutput> {
-    const { runWorker: runWorkerActivity } = proxyActivities<WorkerActivities>({
-      ...ACTIVITY_OPTIONS,
-      activityId: `${worker.id}#${parallel.index}`,
-    });
+    const step = `${worker.id}#${parallel.index}`;
+    // Behind a patch marker too: a run started with localSteps that an older worker (a fleet being
+    // upgraded) began with regular activities goes on with them when a newer worker replays it.
+    const local = localSteps.has(worker.id) && patched(LOCAL_STEPS);
+    const { runWorker: runWorkerActivity } = local
+      ? proxyLocalActivities<WorkerActivities>({ ...LOCAL_STEP_OPTIONS, summary: step })
+      : proxyActivities<WorkerActivities>({ ...ACTIVITY_OPTIONS, activityId: step });
     // The main path's ENDER closes the run itself (one round trip fewer than a separate finishRun).
     // Behind a patch marker, so runs whose history was written by older code still replay.
     const closesRun = worker.type === 'ENDER' && parallel.index < 0 && patched(ENDER_CLOSES_RUN);
@@ -216,5 +248,35 @@ export async function interpreterWorkflow(input: InterpreterInput): Promise<Fini
   }
   upsertSearchAttributes([{ key: RUN_STATUS, value: outcome.runStatus }]);
   upsertMemo({ run_status: outcome.runStatus });
+  if (outcome.runStatus === 'FAILED' && patched(FAILED_RUN_FAILS)) {
+    throw failureOf(outcome, (id) => byId.get(id)?.name ?? id);
+  }
   return outcome;
+}
+
+/**
+ * What the Temporal UI shows for a failed run: the worker, its worker execution and the script's
+ * message; `details` holds the run's outcome as the records have it. Non-retryable: a rerun is a
+ * new execution (POST .../retry), never Temporal re-running this one.
+ */
+function failureOf(outcome: FinishRunInput, nameOf: (workerId: string) => string): ApplicationFailure {
+  const failure = outcome.failure;
+  if (!failure?.workerId) {
+    return ApplicationFailure.create({
+      type: RUN_FAILED,
+      message: failure?.message ?? 'The run failed.',
+      nonRetryable: true,
+      details: [outcome],
+    });
+  }
+  const branch = failure.parallelIndex >= 0 ? `, branch ${failure.parallelIndex}` : '';
+  const where = failure.workerExecutionId
+    ? `worker execution ${failure.workerExecutionId}`
+    : 'no worker execution recorded';
+  return ApplicationFailure.create({
+    type: WORKER_FAILED,
+    message: `Worker ${nameOf(failure.workerId)} (${failure.workerId}${branch}; ${where}) failed: ${failure.message}`,
+    nonRetryable: true,
+    details: [outcome],
+  });
 }
