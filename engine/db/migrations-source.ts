@@ -8,6 +8,7 @@ import * as integrations from '../../migrations/20261123000000_integrations';
 import * as builtinTemplates from '../../migrations/20261123010000_builtin_templates';
 import * as sdkJournal from '../../migrations/20261123020000_sdk_journal';
 import * as calculationBackend from '../../migrations/20261124010000_calculation_backend';
+import * as runOutbox from '../../migrations/20261124020000_run_outbox';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -23,6 +24,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261123010000_builtin_templates', builtinTemplates],
   ['20261123020000_sdk_journal', sdkJournal],
   ['20261124010000_calculation_backend', calculationBackend],
+  ['20261124020000_run_outbox', runOutbox],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

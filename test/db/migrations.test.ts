@@ -27,6 +27,7 @@ describe('migrations', () => {
         '20261123010000_builtin_templates',
         '20261123020000_sdk_journal',
         '20261124010000_calculation_backend',
+        '20261124020000_run_outbox',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -39,6 +40,7 @@ describe('migrations', () => {
         { name: '20261123010000_builtin_templates' },
         { name: '20261123020000_sdk_journal' },
         { name: '20261124010000_calculation_backend' },
+        { name: '20261124020000_run_outbox' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

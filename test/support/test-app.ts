@@ -5,7 +5,7 @@ import { createAccount, createApiKey, createUser, type NewApiKey } from '../../e
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/db/database';
 import { temporalHealthProbe } from '../../engine/health/dependency-health';
-import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { lazyTemporalConnection, temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
 
 export function temporalAddress(): string {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
@@ -31,9 +31,13 @@ export async function createTestApp(
     simulation?: SimulationEngine;
     /** Let the health check ask Temporal about this task queue's pollers. */
     healthOfTaskQueue?: string;
+    /** Another Temporal frontend, reached lazily (as the API does): it may not be up yet. */
+    temporalAddress?: string;
   } = {},
 ): Promise<TestApp> {
-  const connection = await Connection.connect({ address: temporalAddress() });
+  const connection = options.temporalAddress
+    ? lazyTemporalConnection(options.temporalAddress)
+    : await Connection.connect({ address: temporalAddress() });
   const temporal = new Client({ connection, namespace: 'default' });
   const app = await buildApp({
     config: {
