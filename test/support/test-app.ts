@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/accounts/account-store';
+import type { Config } from '../../engine/config';
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/db/database';
 import { temporalHealthProbe } from '../../engine/health/dependency-health';
@@ -33,6 +34,11 @@ export async function createTestApp(
     healthOfTaskQueue?: string;
     /** Another Temporal frontend, reached lazily (as the API does): it may not be up yet. */
     temporalAddress?: string;
+    /** Load-shedding thresholds (the configuration's defaults otherwise) and its sampling interval. */
+    loadShedding?: Partial<
+      Pick<Config, 'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads'>
+    >;
+    loadSampleIntervalMs?: number;
   } = {},
 ): Promise<TestApp> {
   const connection = options.temporalAddress
@@ -46,7 +52,9 @@ export async function createTestApp(
       logLevel: 'silent',
       trustProxy: false,
       publicUrl: 'http://pas.test',
+      ...options.loadShedding,
     },
+    ...(options.loadSampleIntervalMs ? { loadSampleIntervalMs: options.loadSampleIntervalMs } : {}),
     db,
     workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
     ...(options.simulation ? { simulation: options.simulation } : {}),
