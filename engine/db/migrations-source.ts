@@ -9,6 +9,7 @@ import * as builtinTemplates from '../../migrations/20261123010000_builtin_templ
 import * as sdkJournal from '../../migrations/20261123020000_sdk_journal';
 import * as calculationBackend from '../../migrations/20261124010000_calculation_backend';
 import * as runOutbox from '../../migrations/20261124020000_run_outbox';
+import * as credentialNotify from '../../migrations/20261124030000_credential_notify';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -25,6 +26,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261123020000_sdk_journal', sdkJournal],
   ['20261124010000_calculation_backend', calculationBackend],
   ['20261124020000_run_outbox', runOutbox],
+  ['20261124030000_credential_notify', credentialNotify],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

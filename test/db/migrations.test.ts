@@ -28,6 +28,7 @@ describe('migrations', () => {
         '20261123020000_sdk_journal',
         '20261124010000_calculation_backend',
         '20261124020000_run_outbox',
+        '20261124030000_credential_notify',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -41,6 +42,7 @@ describe('migrations', () => {
         { name: '20261123020000_sdk_journal' },
         { name: '20261124010000_calculation_backend' },
         { name: '20261124020000_run_outbox' },
+        { name: '20261124030000_credential_notify' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {
