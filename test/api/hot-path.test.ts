@@ -1,3 +1,4 @@
+import { consumeRateLimit } from '../../engine/rate-limit/rate-limiter';
 import { useTestApp } from '../support/use-test-app';
 
 /**
@@ -76,5 +77,31 @@ describe('hot path: round trips of an authenticated read', () => {
     expect(records.map((r) => [r.status, r.activity])).toEqual([
       ['ERROR', `Failed GET /v2/portfolios/${missing} (404)`],
     ]);
+  });
+
+  test('concurrent rate-limit charges are one upsert, and each request still gets its own exact count', async () => {
+    const now = Date.now();
+    const states = await (async () => {
+      let result: Awaited<ReturnType<typeof consumeRateLimit>>[] = [];
+      const statements = await statementsOf(async () => {
+        result = await Promise.all([
+          ...Array.from({ length: 6 }, () => consumeRateLimit(h.db, 'cred:batch-a', 4, now)),
+          ...Array.from({ length: 2 }, () => consumeRateLimit(h.db, 'cred:batch-b', 4, now)),
+        ]);
+      });
+      expect(statements).toHaveLength(1);
+      return result;
+    })();
+    expect(states.slice(0, 6).map((s) => [s.remaining, s.limited])).toEqual([
+      [3, false],
+      [2, false],
+      [1, false],
+      [0, false],
+      [0, true],
+      [0, true],
+    ]);
+    expect(states.slice(6).map((s) => s.remaining)).toEqual([3, 2]);
+    // The next turn continues from the stored count.
+    expect((await consumeRateLimit(h.db, 'cred:batch-b', 4, now)).remaining).toBe(1);
   });
 });
