@@ -1,7 +1,7 @@
 import type { Principal } from '../accounts/account-store';
-import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Database } from '../db/database';
+import { runPrepared } from '../db/prepared-statements';
 import { newId } from '../ids';
 import { prettyUserAgent } from './user-agent';
 
@@ -183,37 +183,6 @@ async function readWithAudit<Row>(
   const rows = (await runPrepared(db, statement)) as Array<Row & { __audit_pos?: unknown }>;
   for (const r of rows) delete r.__audit_pos;
   return rows;
-}
-
-const MAX_PREPARED_PER_CONNECTION = 100;
-const preparedByConnection = new WeakMap<object, Set<string>>();
-
-/**
- * Runs a statement as a named prepared statement on a pooled connection: this one is long (a CTE and
- * some thirty parameters) and PostgreSQL would otherwise parse and plan it on every read. Its name is
- * its text's digest, so each connection prepares each shape once. Inside a transaction it runs there.
- */
-async function runPrepared(db: Database, statement: Knex.Raw): Promise<unknown[]> {
-  if (db.isTransaction) return ((await statement) as { rows: unknown[] }).rows;
-  const { sql, bindings } = statement.toSQL().toNative();
-  const name = 'pas_' + createHash('sha1').update(sql).digest('hex').slice(0, 24);
-  // As knex does for its own queries, so query listeners (debug logs, tests) still see it.
-  db.client.emit('query', { method: 'raw', sql, bindings });
-  const connection = (await db.client.acquireConnection()) as {
-    query(config: { name: string; text: string; values: readonly unknown[] }): Promise<{ rows: unknown[] }>;
-  };
-  try {
-    // Lists with ad-hoc filters have many shapes: past a bound a connection prepares no more.
-    let prepared = preparedByConnection.get(connection);
-    if (!prepared) preparedByConnection.set(connection, (prepared = new Set()));
-    if (prepared.has(name) || prepared.size < MAX_PREPARED_PER_CONNECTION) {
-      prepared.add(name);
-      return (await connection.query({ name, text: sql, values: bindings })).rows;
-    }
-    return (await connection.query({ text: sql, values: bindings } as never)).rows;
-  } finally {
-    await db.client.releaseConnection(connection);
-  }
 }
 
 /**

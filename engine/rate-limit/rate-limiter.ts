@@ -1,4 +1,5 @@
 import type { Database } from '../db/database';
+import { runPrepared } from '../db/prepared-statements';
 
 export interface RateLimitState {
   allowed: number;
@@ -24,13 +25,20 @@ async function writeCharges(db: Database, batch: Map<string, PendingWindow>): Pr
   pendingCharges.delete(db);
   const windows = [...batch.values()];
   try {
-    const { rows } = await db.raw<{ rows: Array<{ bucket: string; window_start: number; count: number }> }>(
-      `INSERT INTO rate_limit_windows (bucket, window_start, count)
-       SELECT * FROM unnest(?::text[], ?::bigint[], ?::int[])
-       ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + EXCLUDED.count
-       RETURNING bucket, window_start, count`,
-      [windows.map((w) => w.bucket), windows.map((w) => w.windowStart), windows.map((w) => w.waiters.length)],
-    );
+    const rows = (await runPrepared(
+      db,
+      db.raw(
+        `INSERT INTO rate_limit_windows (bucket, window_start, count)
+         SELECT * FROM unnest(?::text[], ?::bigint[], ?::int[])
+         ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + EXCLUDED.count
+         RETURNING bucket, window_start, count`,
+        [
+          windows.map((w) => w.bucket),
+          windows.map((w) => w.windowStart),
+          windows.map((w) => w.waiters.length),
+        ],
+      ),
+    )) as Array<{ bucket: string; window_start: number; count: number }>;
     const totals = new Map(
       rows.map((row) => [`${row.bucket}\0${Number(row.window_start)}`, Number(row.count)]),
     );
