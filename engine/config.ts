@@ -45,7 +45,7 @@ export interface Config {
 /** Load shedding's defaults, for an app built without a full configuration (tests, benchmarks). */
 export const LOAD_SHEDDING_DEFAULTS = {
   loadShedEventLoopDelayMs: 1_000,
-  loadShedPoolQueue: 50,
+  loadShedPoolQueue: 500,
   maxConcurrentUploads: 8,
 } as const;
 
@@ -172,9 +172,9 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
   },
   {
     name: 'LOAD_SHED_POOL_QUEUE',
-    default: '50',
+    default: '500',
     description:
-      'Requests already waiting for a database connection above which a new one answers 503 at once; 0 turns it off.',
+      'Requests already waiting for a database connection above which a new one answers 503 at once (a queue of a few hundred drains in milliseconds; beyond, waits approach the 5 s acquire timeout); 0 turns it off.',
   },
   {
     name: 'MAX_CONCURRENT_UPLOADS',

@@ -26,7 +26,7 @@ describe('configuration', () => {
       calcBackend: 'auto',
       calcThreads: 2,
       loadShedEventLoopDelayMs: 1000,
-      loadShedPoolQueue: 50,
+      loadShedPoolQueue: 500,
       maxConcurrentUploads: 8,
     });
   });
