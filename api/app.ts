@@ -2,7 +2,7 @@ import { AjvCompiler } from '@fastify/ajv-compiler';
 import compress from '@fastify/compress';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import type { Config } from '../engine/config';
+import { type Config, LOAD_SHEDDING_DEFAULTS } from '../engine/config';
 import type { Database } from '../engine/db/database';
 import type { TemporalHealth } from '../engine/health/dependency-health';
 import { randomAlphanumeric } from '../engine/ids';
@@ -11,6 +11,7 @@ import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
 import databaseBreaker from './http/database-breaker';
 import errorHandler from './http/error-handler';
+import loadShedding from './http/load-shedding';
 import methodNotAllowed from './http/method-not-allowed';
 import openapi from './http/openapi';
 import requestEncoding from './http/request-encoding';
@@ -37,12 +38,15 @@ import workspaceRoutes from './routes/workspaces';
 export const API_VERSION = '2.0.0';
 
 export interface AppDependencies {
-  config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy' | 'publicUrl'>;
+  config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy' | 'publicUrl'> &
+    Partial<Pick<Config, 'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads'>>;
   db: Database;
   workflows: WorkflowRunner;
   /** The calculations' simulation backend; the plain reference model when not given (tests). */
   simulation?: SimulationEngine;
   logger?: FastifyServerOptions['logger'];
+  /** How often load shedding samples the event-loop delay (ms); tests shorten it. */
+  loadSampleIntervalMs?: number;
   /** Asks Temporal about itself and the task queue's pollers, for the health check; none in most tests. */
   temporalHealth?: () => Promise<TemporalHealth>;
 }
@@ -117,6 +121,16 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(requestTiming);
   await app.register(methodNotAllowed);
   await app.register(errorHandler, { db: deps.db, maxPayloadBytes: deps.config.maxPayloadBytes });
+  // Before authentication: an overloaded API, like an open breaker, answers 503 without touching
+  // the database.
+  await app.register(loadShedding, {
+    db: deps.db,
+    maxEventLoopDelayMs:
+      deps.config.loadShedEventLoopDelayMs ?? LOAD_SHEDDING_DEFAULTS.loadShedEventLoopDelayMs,
+    maxPoolQueue: deps.config.loadShedPoolQueue ?? LOAD_SHEDDING_DEFAULTS.loadShedPoolQueue,
+    maxConcurrentUploads: deps.config.maxConcurrentUploads ?? LOAD_SHEDDING_DEFAULTS.maxConcurrentUploads,
+    ...(deps.loadSampleIntervalMs ? { sampleIntervalMs: deps.loadSampleIntervalMs } : {}),
+  });
   // Before authentication: an open breaker answers 503 without touching the database.
   await app.register(databaseBreaker, { db: deps.db });
   await app.register(authentication, { db: deps.db, rateLimitPerMinute: deps.config.rateLimitPerMinute });

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import cron from 'node-cron';
 import { loadConfig } from '../engine/config';
 import { describeSimulationEngine, startSimulationEngine } from '../engine/calculations/simulation-engine';
@@ -7,7 +7,8 @@ import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-temp
 import { expireIdleUploads } from '../engine/files/file-uploads';
 import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
-import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { startRunDispatcher } from '../engine/workflows/run-dispatcher';
+import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { temporalHealthProbe } from '../engine/health/dependency-health';
 import { buildApp } from './app';
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
   // Both processes publish the built-in templates (idempotent, safe concurrently): whichever starts
   // first, they are there before a workflow can name them.
   await publishBuiltinTemplates(db);
-  const connection = await Connection.connect({ address: config.temporalAddress });
+  // Lazy: the API starts and accepts runs while Temporal is down (they wait in the run outbox).
+  const connection = lazyTemporalConnection(config.temporalAddress);
   const client = new Client({ connection, namespace: config.temporalNamespace });
   // Before listening: the probe takes about a second and would otherwise compete with requests.
   const simulation = await startSimulationEngine(config, db);
@@ -54,6 +56,13 @@ async function main(): Promise<void> {
     );
   });
 
+  // Starts the runs a request could not hand to Temporal (down, or this process died after the
+  // commit). Here rather than in the worker: every deployment runs the API, and replicas share the
+  // outbox safely (claims skip each other's rows).
+  const dispatcher = startRunDispatcher(db, workflows, {
+    onError: (error) => app.log.warn({ err: error }, 'run dispatch failed'),
+  });
+
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -61,6 +70,7 @@ async function main(): Promise<void> {
     app.log.info({ signal }, 'api: shutting down');
     await housekeeping.stop();
     await app.close(); // stops accepting, lets in-flight requests finish
+    await dispatcher.stop();
     await connection.close();
     await simulation.backend.close();
     await db.destroy();

@@ -5,7 +5,7 @@ import { runWorkflowBench } from './workflow.bench';
 
 /** Every benchmark by name; `npm run bench -- NAME…` runs those, `npm run bench` all of them. */
 const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
-  'http-pipeline': () => runHttpPipelineBench(),
+  'http-pipeline': (argv) => runHttpPipelineBench(argv),
   'file-upload': () => runFileUploadBench(),
   calc: (argv) => runCalcBench(argv),
   workflow: (argv) => runWorkflowBench(argv),

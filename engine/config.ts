@@ -34,7 +34,20 @@ export interface Config {
   calcBackend: CalcBackendSetting;
   /** Worker threads of the `threads` backend (and the probe's view of the machine). */
   calcThreads: number;
+  /** Mean event-loop delay (ms) above which the API sheds requests with 503; 0: never. */
+  loadShedEventLoopDelayMs: number;
+  /** Requests waiting for a database connection above which the API sheds new ones; 0: never. */
+  loadShedPoolQueue: number;
+  /** Uploads the API takes at once; the next answers 503 until one ends. */
+  maxConcurrentUploads: number;
 }
+
+/** Load shedding's defaults, for an app built without a full configuration (tests, benchmarks). */
+export const LOAD_SHEDDING_DEFAULTS = {
+  loadShedEventLoopDelayMs: 1_000,
+  loadShedPoolQueue: 500,
+  maxConcurrentUploads: 8,
+} as const;
 
 export const CALC_BACKEND_SETTINGS = ['auto', 'reference', 'typed', 'threads', 'gpujs'] as const;
 export type CalcBackendSetting = (typeof CALC_BACKEND_SETTINGS)[number];
@@ -150,6 +163,24 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     name: 'CALC_THREADS',
     default: '(CPU count)',
     description: 'Worker threads of the `threads` backend (from 1 to 256).',
+  },
+  {
+    name: 'LOAD_SHED_EVENT_LOOP_DELAY_MS',
+    default: '1000',
+    description:
+      'Mean event-loop delay (ms, sampled each second) above which the API answers 503 with Retry-After instead of queueing; 0 turns it off.',
+  },
+  {
+    name: 'LOAD_SHED_POOL_QUEUE',
+    default: '500',
+    description:
+      'Requests already waiting for a database connection above which a new one answers 503 at once (a queue of a few hundred drains in milliseconds; beyond, waits approach the 5 s acquire timeout); 0 turns it off.',
+  },
+  {
+    name: 'MAX_CONCURRENT_UPLOADS',
+    default: '8',
+    description:
+      'File uploads (`POST`/`PUT /v2/files`) an API process takes at once; the next answers 503, so slow uploaders never starve other requests.',
   },
 ];
 
@@ -269,6 +300,27 @@ export function loadConfig(
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     calcBackend: calcBackend as CalcBackendSetting,
     calcThreads: integer(env, 'CALC_THREADS', Math.max(1, cpus), 1, 256),
+    loadShedEventLoopDelayMs: integer(
+      env,
+      'LOAD_SHED_EVENT_LOOP_DELAY_MS',
+      LOAD_SHEDDING_DEFAULTS.loadShedEventLoopDelayMs,
+      0,
+      60_000,
+    ),
+    loadShedPoolQueue: integer(
+      env,
+      'LOAD_SHED_POOL_QUEUE',
+      LOAD_SHEDDING_DEFAULTS.loadShedPoolQueue,
+      0,
+      100_000,
+    ),
+    maxConcurrentUploads: integer(
+      env,
+      'MAX_CONCURRENT_UPLOADS',
+      LOAD_SHEDDING_DEFAULTS.maxConcurrentUploads,
+      1,
+      10_000,
+    ),
     publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
       /\/+$/,
       '',

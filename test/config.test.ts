@@ -25,6 +25,9 @@ describe('configuration', () => {
       publicUrl: 'http://127.0.0.1:8080',
       calcBackend: 'auto',
       calcThreads: 2,
+      loadShedEventLoopDelayMs: 1000,
+      loadShedPoolQueue: 500,
+      maxConcurrentUploads: 8,
     });
   });
 
@@ -42,6 +45,9 @@ describe('configuration', () => {
         TRUST_PROXY: 'true',
         CALC_BACKEND: 'Threads',
         CALC_THREADS: '6',
+        LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
+        LOAD_SHED_POOL_QUEUE: '20',
+        MAX_CONCURRENT_UPLOADS: '3',
       },
       '/',
     );
@@ -57,6 +63,9 @@ describe('configuration', () => {
       trustProxy: true,
       calcBackend: 'threads',
       calcThreads: 6,
+      loadShedEventLoopDelayMs: 0,
+      loadShedPoolQueue: 20,
+      maxConcurrentUploads: 3,
     });
   });
 
@@ -68,6 +77,8 @@ describe('configuration', () => {
     ['PORT', 'eighty', 'PORT must be an integer, got "eighty"'],
     ['PORT', '70000', 'PORT must be between 0 and 65535, got 70000'],
     ['RATE_LIMIT_PER_MINUTE', '0', 'RATE_LIMIT_PER_MINUTE must be between 1 and 1000000, got 0'],
+    ['MAX_CONCURRENT_UPLOADS', '0', 'MAX_CONCURRENT_UPLOADS must be between 1 and 10000, got 0'],
+    ['LOAD_SHED_POOL_QUEUE', 'many', 'LOAD_SHED_POOL_QUEUE must be an integer, got "many"'],
     ['RATE_LIMIT_PER_MINUTE', '-5', 'RATE_LIMIT_PER_MINUTE must be an integer, got "-5"'],
     [
       'LOG_LEVEL',

@@ -215,6 +215,8 @@ const RetrieveQuery = Type.Object({
 });
 const tags = ['Files'];
 const config = { auditEntity: 'File' } as const;
+/** Routes that take a file's bytes draw on the bounded upload budget (api/http/load-shedding.ts). */
+const uploadConfig = { ...config, upload: true } as const;
 /** One form field per name the upload reads, with room for repeated tags; anything beyond is refused. */
 const FORM_FIELDS_MAX = 48;
 
@@ -428,7 +430,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
   app.post(
     '/files',
     {
-      config,
+      config: uploadConfig,
       schema: {
         tags,
         summary: 'Create a file (JSON with Base64 data, or a multipart upload of up to 300 MB in parts)',
@@ -520,7 +522,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
   app.put(
     '/files/:id',
     {
-      config,
+      config: uploadConfig,
       schema: {
         tags,
         summary: 'Update a file (JSON), or replace its content with a multipart upload',

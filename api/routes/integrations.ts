@@ -180,7 +180,7 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
           'inputs `body` (the posted object) and `date` (when the payload was stored, `YYYY-MM-DD HH:MM:SS` UTC). ' +
           'Credentials: the Authorization header, or else `key=<AUTH_TOKEN>` on the query string (only this ' +
           'endpoint accepts `key`; a present header wins). The answer is 200 once the payload is stored; the ' +
-          'message says how many runs started (a run the workflow engine refused is recorded as FAILED).',
+          'message says how many runs started (a run is accepted while the workflow engine is down and starts when it returns).',
         // Any id: an unknown or malformed one is a 404, as the interface says of the webhook.
         params: Type.Object({ id: Type.String() }),
         querystring: Type.Object({

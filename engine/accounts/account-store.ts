@@ -3,6 +3,7 @@ import type { Database } from '../db/database';
 import { InvalidInput, NotFound, Unauthorized } from '../errors';
 import { newId, randomAlphanumeric } from '../ids';
 import { createDefaultWorkspace } from '../workspaces/workspace-store';
+import { invalidateCachedCredentials, type ResolvedCredential } from './credential-cache';
 
 export const PERMISSIONS = ['VIEW USER', 'VIEW ALL USERS'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -135,6 +136,7 @@ export async function setUserPermissions(
     .where({ id: userId })
     .update({ permissions: checkPermissions(permissions) })
     .returning('*');
+  invalidateCachedCredentials();
   if (!row) throw new NotFound(`User ${userId} not found.`);
   return row as UserRecord;
 }
@@ -190,6 +192,7 @@ export async function revokeApiKey(db: Database, sid: string): Promise<void> {
     .where({ sid })
     .whereNull('revoked_at')
     .update({ revoked_at: db.fn.now() });
+  invalidateCachedCredentials();
   if (updated === 0) {
     const exists = await db('api_keys').where({ sid }).first();
     if (!exists) throw new NotFound(`API key ${sid} not found.`);
@@ -221,6 +224,7 @@ export async function revokeOAuthClient(db: Database, clientId: string): Promise
     .where({ client_id: clientId })
     .whereNull('revoked_at')
     .update({ revoked_at: db.fn.now() });
+  invalidateCachedCredentials();
   if (updated === 0) throw new NotFound(`OAuth client ${clientId} not found or already revoked.`);
 }
 
@@ -277,6 +281,14 @@ export async function authenticateApiKey(
   sid: string,
   token: string,
 ): Promise<Principal | null> {
+  return (await resolveApiKey(db, sid, token))?.principal ?? null;
+}
+
+export async function resolveApiKey(
+  db: Database,
+  sid: string,
+  token: string,
+): Promise<ResolvedCredential | null> {
   const row = await db('api_keys as k')
     .join('users as u', 'u.id', 'k.user_id')
     .select('k.token_hash', ...PRINCIPAL_COLUMNS)
@@ -284,11 +296,15 @@ export async function authenticateApiKey(
     .whereNull('k.revoked_at')
     .first();
   if (!row || row.disabled_at || !sameDigest(row.token_hash, digest(token))) return null;
-  return toPrincipal(row, sid, 'API_KEY');
+  return { principal: toPrincipal(row, sid, 'API_KEY'), expiresAt: null };
 }
 
 /** The webhook's `key` query parameter: an auth token without its SID. */
 export async function authenticateAuthToken(db: Database, token: string): Promise<Principal | null> {
+  return (await resolveAuthToken(db, token))?.principal ?? null;
+}
+
+export async function resolveAuthToken(db: Database, token: string): Promise<ResolvedCredential | null> {
   const row = await db('api_keys as k')
     .join('users as u', 'u.id', 'k.user_id')
     .select('k.sid', ...PRINCIPAL_COLUMNS)
@@ -296,20 +312,24 @@ export async function authenticateAuthToken(db: Database, token: string): Promis
     .whereNull('k.revoked_at')
     .first();
   if (!row || row.disabled_at) return null;
-  return toPrincipal(row, row.sid, 'API_KEY');
+  return { principal: toPrincipal(row, row.sid, 'API_KEY'), expiresAt: null };
 }
 
 export async function authenticateAccessToken(db: Database, token: string): Promise<Principal | null> {
+  return (await resolveAccessToken(db, token))?.principal ?? null;
+}
+
+export async function resolveAccessToken(db: Database, token: string): Promise<ResolvedCredential | null> {
   const row = await db('oauth_access_tokens as t')
     .join('oauth_clients as c', 'c.client_id', 't.client_id')
     .join('users as u', 'u.id', 'c.user_id')
-    .select('c.client_id', ...PRINCIPAL_COLUMNS)
+    .select('c.client_id', 't.expires_at', ...PRINCIPAL_COLUMNS)
     .where('t.token_hash', digest(token))
     .where('t.expires_at', '>', db.fn.now())
     .whereNull('c.revoked_at')
     .first();
   if (!row || row.disabled_at) return null;
-  return toPrincipal(row, row.client_id, 'OAUTH2');
+  return { principal: toPrincipal(row, row.client_id, 'OAUTH2'), expiresAt: row.expires_at as Date };
 }
 
 /**

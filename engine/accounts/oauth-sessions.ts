@@ -1,6 +1,7 @@
 import { type AuditSource, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
 import { Unauthorized } from '../errors';
+import { invalidateCachedCredentials } from './credential-cache';
 import { authenticateAccessToken, digestSecret, issueAccessToken, verifyClient } from './account-store';
 
 export interface RequestContext {
@@ -44,6 +45,8 @@ export async function signOut(
   const deleted = await db('oauth_access_tokens')
     .where({ token_hash: digestSecret(token), client_id: clientId })
     .delete();
+  // This process's caches at once; the others through the trigger's NOTIFY.
+  invalidateCachedCredentials();
   if (deleted > 0 && principal) {
     await recordAudit(
       db,

@@ -9,6 +9,9 @@ import * as builtinTemplates from '../../migrations/20261123010000_builtin_templ
 import * as sdkJournal from '../../migrations/20261123020000_sdk_journal';
 import * as calculationBackend from '../../migrations/20261124010000_calculation_backend';
 import * as executionRetries from '../../migrations/20261124020000_execution_retries';
+import * as runOutbox from '../../migrations/20261124020000_run_outbox';
+import * as credentialNotify from '../../migrations/20261124030000_credential_notify';
+import * as rateLimitUnlogged from '../../migrations/20261124040000_rate_limit_unlogged';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -25,6 +28,9 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261123020000_sdk_journal', sdkJournal],
   ['20261124010000_calculation_backend', calculationBackend],
   ['20261124020000_execution_retries', executionRetries],
+  ['20261124020000_run_outbox', runOutbox],
+  ['20261124030000_credential_notify', credentialNotify],
+  ['20261124040000_rate_limit_unlogged', rateLimitUnlogged],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

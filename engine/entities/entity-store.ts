@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { type Actor, recordAudit } from '../audit/audit-trail';
+import { type Actor, readOneAudited, readPageAudited, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
 import { Conflict, InvalidInput, NotFound } from '../errors';
 import { type IdKind, isId, newId } from '../ids';
@@ -247,15 +247,16 @@ function readableAccounts(kind: EntityKind, accountId: string): string[] {
  * Reads one record of the caller's account (or of the kind's shared account); another account's is
  * simply not found.
  */
-export async function findEntity(
+/** The statement that finds one record of `kind` readable by `accountId`. */
+function entityQuery(
   db: Database,
   accountId: string,
   kind: EntityKind,
   id: string,
   workspace?: unknown,
-): Promise<EntityRecord> {
+): Knex.QueryBuilder {
   const accounts = readableAccounts(kind, accountId);
-  const q = db('entities').first();
+  const q = db('entities');
   if (accounts.length === 1) {
     whereOne(q, accountId, kind, id, scopeWorkspace(kind, workspace));
   } else {
@@ -266,11 +267,22 @@ export async function findEntity(
       .orderByRaw('account_id = ? desc', [accountId]);
     if (kind.scope === 'workspace') q.where({ workspace: scopeWorkspace(kind, workspace) });
   }
-  const row = (await q) as EntityRow | undefined;
+  return q;
+}
+
+export async function findEntity(
+  db: Database,
+  accountId: string,
+  kind: EntityKind,
+  id: string,
+  workspace?: unknown,
+): Promise<EntityRecord> {
+  const row = (await entityQuery(db, accountId, kind, id, workspace).first()) as EntityRow | undefined;
   if (!row) throw notFound(kind, id);
   return toRecord(row);
 }
 
+/** Finds a record and writes its VIEW record in the same statement (one round trip). */
 export async function viewEntity(
   db: Database,
   actor: Actor,
@@ -278,16 +290,14 @@ export async function viewEntity(
   id: string,
   workspace?: unknown,
 ): Promise<EntityRecord> {
-  const record = await findEntity(db, actor.principal.accountId, kind, id, workspace);
-  await recordAudit(db, actor, {
-    operation: 'VIEW',
-    activity: `Viewed ${kind.noun} ${record.name}`,
-    entityId: record.id,
-    entityType: kind.entityType,
-    entityName: record.name,
-    workspace: record.workspace,
-  });
-  return record;
+  const row = await readOneAudited<EntityRow>(
+    db,
+    entityQuery(db, actor.principal.accountId, kind, id, workspace),
+    actor,
+    { entityType: kind.entityType, activityPrefix: `Viewed ${kind.noun} ` },
+  );
+  if (!row) throw notFound(kind, id);
+  return toRecord(row);
 }
 
 /**
@@ -680,7 +690,18 @@ export async function listEntities(
 
   let rows: Array<EntityRow & Record<string, unknown>>;
   try {
-    rows = (await statement.limit(query.pageSize + 1)) as Array<EntityRow & Record<string, unknown>>;
+    // The page and its VIEW record (the ids listed) in one statement.
+    rows = await readPageAudited<EntityRow & Record<string, unknown>>(
+      db,
+      statement.limit(query.pageSize + 1),
+      actor,
+      {
+        entityType: kind.entityType,
+        noun: `${kind.noun} records`,
+        workspace: kind.scope === 'workspace' && !query.json ? workspace : null,
+        pageSize: query.pageSize,
+      },
+    );
   } catch (error) {
     if (isDataException(error)) {
       throw new InvalidInput('The query or page_token holds a value the database cannot compare.');
@@ -699,15 +720,5 @@ export async function listEntities(
     for (const field of kind.listOmit) delete view[field];
     return applyProjection(view, query.projection);
   });
-  if (page.length > 0) {
-    await recordAudit(db, actor, {
-      operation: 'VIEW',
-      activity: `Listed ${page.length} ${kind.noun} records`,
-      entityId: null,
-      entityType: kind.entityType,
-      workspace: kind.scope === 'workspace' && !query.json ? workspace : null,
-      viewedIds: page.map((row) => row.id),
-    });
-  }
   return { items, next_page_token: next };
 }

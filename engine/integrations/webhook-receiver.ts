@@ -79,8 +79,8 @@ function summary(started: number, failed: number): string {
  *
  * Once the payload is stored the delivery has succeeded, even if a run cannot start: answering an
  * error would make the sender retry, storing the payload again and re-running the workflows that
- * did start. The message says how many runs started; one the workflow engine refused is recorded
- * as a FAILED execution (see runWorkflow), and the route logs each failure.
+ * did start. The message says how many runs started; a run is accepted while Temporal is down (its
+ * start waits in the run outbox, see runWorkflow), and the route logs each workflow that failed.
  */
 export async function receiveWebhook(
   db: Database,

@@ -1,4 +1,5 @@
-import { type Client, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
+import { setTimeout as delay } from 'node:timers/promises';
+import { type Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import {
   defaultPayloadConverter,
   defineSearchAttributeKey,
@@ -18,6 +19,7 @@ import {
   type WorkflowExecutionRow,
 } from './execution-records';
 import { localStepsOf } from './local-steps';
+import { dispatchRun, enqueueRun } from './run-dispatcher';
 import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
 import { parseDefinition } from './workflow-definition';
 import { temporalWorkflowSchedules, type WorkflowSchedules } from './workflow-schedules';
@@ -50,7 +52,36 @@ const KEYS = {
   account: keyword('PasAccount'),
 };
 
+/**
+ * A client connection that needs no Temporal to exist yet (the API starts, and accepts runs, while it
+ * is down) and notices its return within about two seconds: gRPC's reconnect backoff otherwise grows
+ * to two minutes during a long outage.
+ */
+export function lazyTemporalConnection(address: string): Connection {
+  return Connection.lazy({
+    address,
+    channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2_000 },
+  });
+}
+
+/** How long a run request waits for its own start before answering 202 (a start takes ~10 ms). */
+const INLINE_DISPATCH_WAIT_MS = 300;
+/** A start that gets no answer within this is retried by the dispatcher (the gRPC default is ~19 s). */
+const START_DEADLINE_MS = 5_000;
+/** After a start Temporal did not answer, the next ones fail at once for this long (the outbox waits). */
+const UNREACHABLE_COOL_DOWN_MS = 1_000;
+
+class TemporalUnreachable extends Error {
+  constructor() {
+    super('Temporal did not answer a moment ago; the start waits in the outbox.');
+    this.name = 'TemporalUnreachable';
+  }
+}
+
 export function temporalWorkflowRunner(client: Client, taskQueue: string): WorkflowRunner {
+  // While Temporal is down, a run request should not spend a deadline finding out again: its run is
+  // already in the outbox, and the dispatcher keeps trying.
+  let unreachableUntil = 0;
   return {
     schedules: temporalWorkflowSchedules(client, taskQueue),
     async startedDefinition(executionId) {
@@ -70,12 +101,14 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
       return Array.isArray(input.workers) && input.plan ? { workers: input.workers, plan: input.plan } : null;
     },
     async start(input) {
-      await client.workflow
-        .start(INTERPRETER_WORKFLOW, {
+      if (Date.now() < unreachableUntil) throw new TemporalUnreachable();
+      const start = () =>
+        client.workflow.start(INTERPRETER_WORKFLOW, {
           taskQueue,
           // The execution id is the Temporal workflow id: one name in the API and the Temporal UI.
           workflowId: input.executionId,
-          // An id runs once: a retried start (a scheduled launch) never runs a finished run again.
+          // An id runs once: a second dispatch of the same run (the outbox row outlived its start)
+          // never starts it again, even once it has finished.
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           args: [input],
           typedSearchAttributes: new TypedSearchAttributes([
@@ -93,30 +126,31 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
             trigger: input.trigger,
             ...(input.retryOf ? { retry_of: input.retryOf } : {}),
           },
-        })
-        .catch((error: unknown) => {
-          // Execution ids are never reused, so a run already there under this id is this run.
-          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
         });
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, start);
+        unreachableUntil = 0;
+      } catch (error) {
+        // Execution ids are never reused, so a run already there under this id is this run.
+        if (error instanceof WorkflowExecutionAlreadyStartedError) return;
+        unreachableUntil = Date.now() + UNREACHABLE_COOL_DOWN_MS;
+        throw error;
+      }
     },
   };
 }
 
-class WorkflowStartFailed extends DomainError {
-  constructor() {
-    super(503, 'The workflow engine is unavailable; the execution was recorded as FAILED. Try again.');
-  }
-}
-
 /**
- * Records a RUNNING execution and its EXECUTE audit entry, then hands the run to Temporal. Every
- * trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`, with an actor of
- * source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION, `parameters` {body, date}).
- * `parameters` overlay the STARTER's script inputs.
+ * Records a RUNNING execution, its EXECUTE audit entry and its start request (the run outbox) in one
+ * transaction, then tries to hand the run to Temporal at once; when Temporal is unreachable the run
+ * is accepted all the same and a dispatcher (run-dispatcher.ts) starts it as soon as Temporal
+ * answers. Every trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`,
+ * with an actor of source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION,
+ * `parameters` {body, date}). `parameters` overlay the STARTER's script inputs.
  *
  * A caller that retries (a scheduled launch, as a Temporal activity) passes its own `executionId`:
- * when that execution is already recorded, nothing is recorded again and the run is only started
- * if it still needs to be (an attempt that died between the two steps), so a retry makes one run.
+ * when that execution is already recorded, nothing is recorded again; its start request, if still
+ * waiting, is dispatched, so a retry makes one run.
  */
 export async function runWorkflow(
   db: Database,
@@ -151,8 +185,7 @@ export async function runWorkflow(
       .where({ id: input.executionId, account_id: workflow.accountId })
       .first()) as WorkflowExecutionRow | undefined;
     if (existing) {
-      // Not marked FAILED on error here: the run may well be going; the caller retries.
-      if (existing.run_status === 'RUNNING') await runner.start(interpreterInput(existing.id));
+      await dispatchRun(db, runner, existing.id);
       return existing;
     }
   }
@@ -180,15 +213,24 @@ export async function runWorkflow(
       entityName: workflow.name,
       workspace: workflow.workspace,
     });
+    await enqueueRun(trx, interpreterInput(row.id));
     return row;
   });
-  await startRecordedRun(db, runner, interpreterInput(execution.id));
+  // Accepted either way: what is not started within a moment finishes (or is retried) behind the
+  // reply, so a slow or absent Temporal never holds the request.
+  await Promise.race([dispatchRun(db, runner, execution.id), delay(INLINE_DISPATCH_WAIT_MS)]);
   return execution;
 }
 
+class WorkflowStartFailed extends DomainError {
+  constructor() {
+    super(503, 'The workflow engine is unavailable; the execution was recorded as FAILED. Try again.');
+  }
+}
+
 /**
- * Hands a recorded RUNNING execution to Temporal. When Temporal refuses, the execution is closed
- * FAILED (it never started) and the caller gets a 503.
+ * Hands a recorded RUNNING execution to Temporal at once (a retry, which the caller waits on). When
+ * Temporal refuses, the execution is closed FAILED (it never started) and the caller gets a 503.
  */
 export async function startRecordedRun(
   db: Database,

@@ -1,4 +1,4 @@
-import { type Actor, recordAudit } from '../audit/audit-trail';
+import { type Actor, readOneAudited, readPageAudited, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
 import { Conflict, InvalidInput, NotFound } from '../errors';
 import {
@@ -107,17 +107,19 @@ async function findRow(db: Database, accountId: string, name: string): Promise<W
   return row;
 }
 
+/** Finds a workspace and writes its VIEW record in the same statement (one round trip). */
 export async function getWorkspace(db: Database, actor: Actor, name: string): Promise<Workspace> {
-  const workspace = toWorkspace(await findRow(db, actor.principal.accountId, name));
-  await recordAudit(db, actor, {
-    operation: 'VIEW',
-    activity: `Viewed workspace ${name}`,
-    entityId: name,
-    entityType: 'Workspace',
-    entityName: name,
-    workspace: name,
-  });
-  return workspace;
+  const row = await readOneAudited<WorkspaceRow>(
+    db,
+    // A workspace is named by its name: it is the record's id, name and workspace alike.
+    db('workspaces')
+      .select('*', 'name as id', 'name as workspace')
+      .where({ account_id: actor.principal.accountId, name }),
+    actor,
+    { entityType: 'Workspace', activityPrefix: 'Viewed workspace ' },
+  );
+  if (!row) throw new NotFound(`Workspace ${name} not found.`);
+  return toWorkspace(row);
 }
 
 export async function listWorkspaces(
@@ -132,27 +134,24 @@ export async function listWorkspaces(
   if (cursor) {
     q.whereRaw('(created_at, name) < (?, ?)', [new Date(cursor.createdAtMs), cursor.key]);
   }
-  const rows = (await q
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'name', order: 'desc' },
-    ])
-    .limit(pageSize + 1)) as WorkspaceRow[];
+  // The page and its VIEW record (the names listed) in one statement.
+  const rows = await readPageAudited<WorkspaceRow>(
+    db,
+    q
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'name', order: 'desc' },
+      ])
+      .limit(pageSize + 1),
+    actor,
+    { entityType: 'Workspace', noun: 'workspaces', workspace: null, pageSize, idColumn: 'name' },
+  );
   const page = rows.slice(0, pageSize);
   const last = page[page.length - 1];
   const next =
     rows.length > pageSize && last
       ? encodePageToken({ createdAtMs: last.created_at.getTime(), key: last.name })
       : null;
-  if (page.length > 0) {
-    await recordAudit(db, actor, {
-      operation: 'VIEW',
-      activity: `Listed ${page.length} workspaces`,
-      entityId: null,
-      entityType: 'Workspace',
-      viewedIds: page.map((row) => row.name),
-    });
-  }
   return { workspaces: page.map(toWorkspace), next_page_token: next };
 }
 

@@ -28,6 +28,9 @@ describe('migrations', () => {
         '20261123020000_sdk_journal',
         '20261124010000_calculation_backend',
         '20261124020000_execution_retries',
+        '20261124020000_run_outbox',
+        '20261124030000_credential_notify',
+        '20261124040000_rate_limit_unlogged',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -41,6 +44,9 @@ describe('migrations', () => {
         { name: '20261123020000_sdk_journal' },
         { name: '20261124010000_calculation_backend' },
         { name: '20261124020000_execution_retries' },
+        { name: '20261124020000_run_outbox' },
+        { name: '20261124030000_credential_notify' },
+        { name: '20261124040000_rate_limit_unlogged' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

@@ -2,10 +2,11 @@ import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/accounts/account-store';
+import type { Config } from '../../engine/config';
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/db/database';
 import { temporalHealthProbe } from '../../engine/health/dependency-health';
-import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { lazyTemporalConnection, temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
 
 export function temporalAddress(): string {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
@@ -31,9 +32,18 @@ export async function createTestApp(
     simulation?: SimulationEngine;
     /** Let the health check ask Temporal about this task queue's pollers. */
     healthOfTaskQueue?: string;
+    /** Another Temporal frontend, reached lazily (as the API does): it may not be up yet. */
+    temporalAddress?: string;
+    /** Load-shedding thresholds (the configuration's defaults otherwise) and its sampling interval. */
+    loadShedding?: Partial<
+      Pick<Config, 'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads'>
+    >;
+    loadSampleIntervalMs?: number;
   } = {},
 ): Promise<TestApp> {
-  const connection = await Connection.connect({ address: temporalAddress() });
+  const connection = options.temporalAddress
+    ? lazyTemporalConnection(options.temporalAddress)
+    : await Connection.connect({ address: temporalAddress() });
   const temporal = new Client({ connection, namespace: 'default' });
   const app = await buildApp({
     config: {
@@ -42,7 +52,9 @@ export async function createTestApp(
       logLevel: 'silent',
       trustProxy: false,
       publicUrl: 'http://pas.test',
+      ...options.loadShedding,
     },
+    ...(options.loadSampleIntervalMs ? { loadSampleIntervalMs: options.loadSampleIntervalMs } : {}),
     db,
     workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
     ...(options.simulation ? { simulation: options.simulation } : {}),

@@ -13,6 +13,17 @@ import { type Execution, startHarness, type WorkflowHarness, workerId } from './
  * the payload verbatim and starts the FILE_RECEIVED workflows of its integration, whose STARTER
  * receives `body` and `date`; every credential and body rule of the interface.
  */
+/** Polls until `probe` finds a row (the request's own dispatch attempt settles behind the reply). */
+async function eventuallyRow<T>(probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const row = await probe();
+    if (row !== undefined) return row;
+    if (Date.now() > deadline) throw new Error('timed out waiting for the row');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 describe('webhook triggers', () => {
   let h: WorkflowHarness;
   let other: TestAccount;
@@ -373,7 +384,7 @@ describe('webhook triggers', () => {
       await connection.close();
     });
 
-    test('the payload is stored, the answer is 200 and says how many started; the run is FAILED', async () => {
+    test('the payload is stored, the answer is 200; the run is accepted and waits in the run outbox', async () => {
       const feed = await createIntegration('Flaky engine');
       const wf = await storeTriggered('Never starts', feed, true);
       const text = '{"kept": "even so"}';
@@ -386,7 +397,7 @@ describe('webhook triggers', () => {
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({
         integration_id: feed,
-        message: 'Payload received and stored; started 0 of 1 workflow execution(s); 1 could not start.',
+        message: 'Payload received and stored; started 1 workflow execution(s).',
       });
       const row = await h
         .db('webhook_payloads')
@@ -394,7 +405,12 @@ describe('webhook triggers', () => {
         .first(h.db.raw('body::text as text'));
       expect(row.text).toBe(text);
       const [execution] = await executionsOf(wf.id);
-      expect(execution).toMatchObject({ run_status: 'FAILED', trigger: 'FILE_RECEIVED' });
+      expect(execution).toMatchObject({ run_status: 'RUNNING', trigger: 'FILE_RECEIVED' });
+      // The engine refused the start: it waits, with the reason, for a dispatcher to retry it.
+      const waiting = await eventuallyRow(() =>
+        h.db('workflow_run_outbox').where({ execution_id: execution!.id }).whereNotNull('last_error').first(),
+      );
+      expect(waiting.last_error).toMatch(/namespace/i);
     });
   });
 });

@@ -1,0 +1,256 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { newId } from '../../engine/ids';
+import {
+  findTemporalCli,
+  startTemporalDevServer,
+  TemporalCliMissingError,
+  type TemporalDevServer,
+} from '../../engine/runtime/temporal-dev-server';
+import {
+  dispatchDueRuns,
+  dispatchRun,
+  type RunDispatcher,
+  startRunDispatcher,
+} from '../../engine/workflows/run-dispatcher';
+import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
+import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { createTemporalWorker } from '../../workers/temporal-worker';
+import { freePorts, PROJECT_ROOT } from '../support/global-setup';
+import {
+  createTestAccount,
+  createTestApp,
+  temporalAddress,
+  type TestAccount,
+  type TestApp,
+} from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+import { workerId } from './workflow-harness';
+
+type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const echoWorkflow = () => {
+  const [s, e] = [workerId(), workerId()];
+  return {
+    name: 'Echo',
+    workers: [
+      { id: s, name: 'Start', type: 'STARTER', next: [e] },
+      { id: e, name: 'End', type: 'ENDER', script: 'function main(args) { return { got: args.inputs }; }' },
+    ],
+  };
+};
+
+/**
+ * Item 2 of issue 13: a run requested while Temporal is unreachable is accepted (202), waits in the
+ * run outbox, and starts once Temporal answers; it runs exactly once.
+ */
+describe('run outbox: Temporal unreachable when the run is requested', () => {
+  let database: TestDatabase;
+  let t: TestApp;
+  let account: TestAccount;
+  let server: TemporalDevServer | null = null;
+  let dispatcher: RunDispatcher | null = null;
+  let workerConnection: NativeConnection | null = null;
+  let worker: Worker | null = null;
+  let running: Promise<void> | null = null;
+  let address: string;
+  let uiPort: number;
+  const taskQueue = `outbox-${newId('worker').slice(5, 17)}`;
+
+  beforeAll(async () => {
+    const [port, ui] = await freePorts(2);
+    address = `127.0.0.1:${port}`;
+    uiPort = ui!;
+    database = await createTestDatabase();
+    // Nothing listens on this port yet: the app's client is lazy, as the API's is.
+    t = await createTestApp(database.db, { taskQueue, temporalAddress: address });
+    account = await createTestAccount(database.db);
+  }, 60_000);
+  afterAll(async () => {
+    await dispatcher?.stop();
+    if (worker && running) {
+      worker.shutdown();
+      await running;
+    }
+    await workerConnection?.close();
+    await t?.close();
+    await server?.stop();
+    await database?.drop();
+  }, 60_000);
+
+  test('POST run answers 202 at once; the run reaches SUCCEEDED exactly once after Temporal comes up', async () => {
+    const call = (method: 'GET' | 'POST', url: string, payload?: object) =>
+      t.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
+    const stored = await call('POST', '/v2/workflows', echoWorkflow());
+    expect(stored.statusCode).toBe(200);
+    const workflowId = stored.json().workflow.id as string;
+
+    const began = Date.now();
+    const res = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters: { n: 7 } });
+    const tookMs = Date.now() - began;
+    expect(res.statusCode).toBe(202);
+    expect(tookMs).toBeLessThan(2_000);
+    const executionId = res.json().workflow_execution.id as string;
+    expect(res.json().workflow_execution).toMatchObject({ run_status: 'RUNNING', trigger: 'API' });
+
+    // The start request waits in the outbox; the run is still RUNNING, not FAILED.
+    const waiting = await database.db('workflow_run_outbox').where({ execution_id: executionId }).first();
+    expect(waiting).toMatchObject({ execution_id: executionId });
+    const second = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters: { n: 8 } });
+    expect(second.statusCode).toBe(202);
+    const secondId = second.json().workflow_execution.id as string;
+    expect(await database.db('workflow_run_outbox').count({ n: '*' })).toEqual([{ n: 2 }]);
+
+    // Temporal comes up on that address, with a worker; the dispatcher starts what waited.
+    dispatcher = startRunDispatcher(database.db, temporalWorkflowRunner(t.temporal, taskQueue), {
+      intervalMs: 200,
+    });
+    const cliPath = findTemporalCli({
+      cliPath: process.env.TEST_TEMPORAL_CLI_PATH ?? null,
+      projectRoot: PROJECT_ROOT,
+    });
+    if (cliPath === null) throw new TemporalCliMissingError();
+    server = await startTemporalDevServer({
+      cliPath,
+      dataDir: null,
+      host: '127.0.0.1',
+      port: Number(address.split(':')[1]),
+      uiPort,
+      namespace: 'default',
+      searchAttributes: { ...SEARCH_ATTRIBUTES },
+    });
+    workerConnection = await NativeConnection.connect({ address });
+    worker = await createTemporalWorker({
+      db: database.db,
+      connection: workerConnection,
+      client: t.temporal,
+      namespace: 'default',
+      taskQueue,
+      publicUrl: 'http://pas.test',
+    });
+    running = worker.run();
+
+    for (const [id, n] of [
+      [executionId, 7],
+      [secondId, 8],
+    ] as const) {
+      const ended = await until(`run ${id} to end`, async () => {
+        const poll = await call(
+          'GET',
+          `/v2/workflows/${workflowId}/workflow_executions?workflow_execution_id=${id}`,
+        );
+        const execution = poll.json().workflow_execution;
+        return execution.run_status === 'RUNNING' ? undefined : execution;
+      });
+      expect(ended.run_status).toBe('SUCCEEDED');
+      const ender = await database
+        .db('worker_executions')
+        .where({ workflow_execution_id: id, worker_name: 'End' });
+      expect(ender).toHaveLength(1);
+      expect(ender[0].result).toEqual({ got: { n } });
+      // One Temporal execution under the execution id, one EXECUTE audit record.
+      const runs: string[] = [];
+      for await (const info of t.temporal.workflow.list({ query: `WorkflowId = '${id}'` }))
+        runs.push(info.runId);
+      expect(runs).toHaveLength(1);
+      expect(
+        await database.db('audit_logs').where({ entity_id: id, operation: 'EXECUTE' }).count({ n: '*' }),
+      ).toEqual([{ n: 1 }]);
+    }
+    expect(await database.db('workflow_run_outbox').count({ n: '*' })).toEqual([{ n: 0 }]);
+  }, 180_000);
+});
+
+/**
+ * Several dispatchers (API replicas, the request itself) and a row that outlives its start (the
+ * dispatcher died between Temporal's answer and the delete) never make a second run.
+ */
+describe('run outbox: duplicate dispatch', () => {
+  let database: TestDatabase;
+  let down: TestApp;
+  let up: Client;
+  let upConnection: Connection;
+  let account: TestAccount;
+  const taskQueue = `outbox-dup-${newId('worker').slice(5, 17)}`;
+
+  beforeAll(async () => {
+    const [closedPort] = await freePorts(1);
+    database = await createTestDatabase();
+    // Requests go through an app whose Temporal is unreachable, so their runs wait in the outbox.
+    down = await createTestApp(database.db, { taskQueue, temporalAddress: `127.0.0.1:${closedPort}` });
+    account = await createTestAccount(database.db);
+    upConnection = await Connection.connect({ address: temporalAddress() });
+    up = new Client({ connection: upConnection, namespace: 'default' });
+  }, 60_000);
+  afterAll(async () => {
+    await down?.close();
+    await upConnection?.close();
+    await database?.drop();
+  });
+
+  test('concurrent dispatchers start a waiting run once; a row that outlived its start starts nothing new', async () => {
+    const call = (method: 'POST', url: string, payload?: object) =>
+      down.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
+    const stored = await call('POST', '/v2/workflows', echoWorkflow());
+    const workflowId = stored.json().workflow.id as string;
+    const res = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters: {} });
+    expect(res.statusCode).toBe(202);
+    const executionId = res.json().workflow_execution.id as string;
+    // Let the request's own (failing) attempt settle, then make the row due again.
+    await until('the request to give up its attempt', async () => {
+      const row = await database.db('workflow_run_outbox').where({ execution_id: executionId }).first();
+      return row?.last_error ? row : undefined;
+    });
+    await database.db('workflow_run_outbox').update({ available_at: database.db.fn.now() });
+    const waiting = await database.db('workflow_run_outbox').where({ execution_id: executionId }).first();
+
+    // No worker polls this task queue: the run stays open in Temporal, so a second start would show.
+    const runner = temporalWorkflowRunner(up, taskQueue);
+    const outcomes = await Promise.all([
+      dispatchDueRuns(database.db, runner),
+      dispatchDueRuns(database.db, runner),
+      dispatchRun(database.db, runner, executionId),
+    ]);
+    const started = outcomes[0].started + outcomes[1].started + (outcomes[2] === 'started' ? 1 : 0);
+    expect(started).toBe(1);
+    expect(await database.db('workflow_run_outbox').count({ n: '*' })).toEqual([{ n: 0 }]);
+    const handle = up.workflow.getHandle(executionId);
+    const first = await handle.describe();
+    expect(first.status.name).toBe('RUNNING');
+
+    // The row is back, as if its dispatcher died after Temporal answered and before the delete.
+    await database.db('workflow_run_outbox').insert({
+      execution_id: waiting.execution_id,
+      input: JSON.stringify(waiting.input),
+    });
+    expect(await dispatchDueRuns(database.db, runner)).toEqual({ started: 1, retry: 0, skipped: 0 });
+    expect(await database.db('workflow_run_outbox').count({ n: '*' })).toEqual([{ n: 0 }]);
+    const runs: string[] = [];
+    for await (const info of up.workflow.list({ query: `WorkflowId = '${executionId}'` }))
+      runs.push(info.runId);
+    expect(runs).toEqual([first.runId]);
+
+    // Once the run has ended, a stray row is dropped without asking Temporal.
+    await handle.terminate('test over');
+    await database.db('workflow_executions').where({ id: executionId }).update({ run_status: 'FAILED' });
+    await database.db('workflow_run_outbox').insert({
+      execution_id: waiting.execution_id,
+      input: JSON.stringify(waiting.input),
+    });
+    expect(await dispatchDueRuns(database.db, runner)).toEqual({ started: 0, retry: 0, skipped: 1 });
+    const after: string[] = [];
+    for await (const info of up.workflow.list({ query: `WorkflowId = '${executionId}'` }))
+      after.push(info.runId);
+    expect(after).toEqual([first.runId]);
+  }, 120_000);
+});
