@@ -18,6 +18,7 @@ import { findTailSets } from '../kernels/tail-sets';
 import { fillNormals, type Seed, uniformAt } from '../random';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
+import { simulateTyped } from './typed';
 
 export type GpuMode = 'webgpu' | 'webasm' | 'cpu';
 
@@ -115,6 +116,11 @@ export async function gpujsBackend(): Promise<SimulationBackend> {
   const simulate = async (scenario: Scenario, options: SimulationOptions): Promise<SimulationResult> => {
     const { paths } = options;
     checkPaths(paths);
+    // Lines (FX, cash, options) and residual means (drift, forecasts) have no f32 kernel yet: they run
+    // on the host on the blocked CPU kernel, which is the reference bit for bit.
+    if (scenario.lines !== undefined || scenario.residualMean !== undefined) {
+      return simulateTyped(scenario, options);
+    }
     const note = options.onAllocate ?? (() => {});
     const { k, exposure, beta, residualSd, pinned } = scenario;
     const drivers = exposure.length;
