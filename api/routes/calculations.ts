@@ -26,7 +26,9 @@ const commonFields = {
       `At most ${SECURITIES_MAX}, or ${SECURITIES_MAX_WITH_NLV} when nlv is given.`,
   ),
   date: doc('YYYYMMDD, default null (the latest market date). Only prices up to this date are used.'),
-  base_currency: doc('Default USD. Only USD for now: any other answers 400 not supported yet.'),
+  base_currency: doc(
+    'Default USD; any ISO 4217 code. Positions in other currencies (their currency, else the master’s, else the base) carry FX risk; a currency with no FX series is listed in unmapped_tickers.',
+  ),
   nlv: doc('Net liquidation value; default null (the sum of the positions’ values).'),
   sampling: doc('1 (daily, default) or 5 (weekly, non-overlapping).'),
   aggregation: doc(
@@ -36,6 +38,13 @@ const commonFields = {
   volatility_half_life: doc(`Months, default 2: ${HALF_LIVES.join(', ')}.`),
   correlation_half_life: doc(`Months, default 6: ${HALF_LIVES.join(', ')}.`),
   filter: doc('Filter expression; default null. Not supported yet (400).'),
+  volatility_surface: doc(
+    'Array of {symbol, time_to_expiration[], moneyness[], volatilities[][]}: prices options on that underlying (bilinear, flat beyond the grid). Without one, an option’s volatility is implied from its market_price, else the underlying’s EWMA volatility.',
+  ),
+  forecasts: doc(
+    'Array of {symbol, years > 0, targets[], probabilities[] (same length, ≥ 0, summing to 1)}: shifts that symbol’s mean by Σp·ln(target/price)·(horizon/252)/years.',
+  ),
+  drift: doc('Boolean, default false (zero-centred): centre every risk driver on its EWMA mean return.'),
   workspace: doc('Workspace of portfolio_id, default main (also accepted as a query parameter).'),
 };
 const StressTestBody = Type.Object({

@@ -1,6 +1,7 @@
 import {
   CalcInputError,
   CONFIDENCE_TAILS,
+  parseOptionSymbol,
   prepareRiskAttribution,
   prepareStressTest,
   type CalcOptions,
@@ -9,6 +10,7 @@ import {
   type RiskAttributionResult,
   type RiskMeasure,
   type SimulationBackend,
+  type StressTestRequest,
   type StressTestResult,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
@@ -46,10 +48,6 @@ export const AGGREGATIONS = [
   'fixed_income',
   'total_esg',
 ] as const;
-/** Only the base currency the model prices in without FX series (FX comes with a later issue). */
-export const SUPPORTED_BASE_CURRENCIES = ['USD'];
-/** Inputs of later issues: any value but null is refused rather than ignored (never a wrong number). */
-const LATER_INPUTS = ['forecasts', 'volatility_surface', 'drift'] as const;
 
 /** The audit trail's entity type for a calculation run (the spec lists none for calculations). */
 export const CALCULATION_ENTITY = 'Calculation';
@@ -112,8 +110,13 @@ export interface CheckedRequest {
   securities: Security[];
   common: {
     securities: CalcSecurity[];
+    base_currency: string;
     date: string | null;
     nlv: number | null;
+    /** §11, §13: checked field by field by calc/ (a 400 naming e.g. forecasts[0].probabilities). */
+    volatility_surface: StressTestRequest['volatility_surface'];
+    forecasts: StressTestRequest['forecasts'];
+    drift: boolean;
     sampling: 1 | 5;
     projection: string[];
     volatility_half_life: number;
@@ -128,8 +131,8 @@ export interface CheckedRequest {
 
 /**
  * Checks a calculation body against the spec: defaults applied, allowed values enforced, and what a
- * later issue brings (filters, aggregations, FX, forecasts, volatility surfaces) refused with
- * `not supported yet`. With `portfolio_id`, the portfolio's securities, date, base currency and nlv
+ * later issue brings (filters, aggregations) refused with `not supported yet`. Forecasts and
+ * volatility surfaces are checked field by field by calc/. With `portfolio_id`, the portfolio's securities, date, base currency and nlv
  * fill in whatever the body leaves out (a body value wins, so a stored book can be re-dated).
  */
 export async function checkCalculationRequest(
@@ -151,30 +154,23 @@ export async function checkCalculationRequest(
   }
   const aggregation = oneOf(body.aggregation ?? undefined, AGGREGATIONS, 'aggregation', 'position');
   if (aggregation !== 'position') throw notSupportedYet('aggregation', `aggregation by ${aggregation}`);
-  for (const field of LATER_INPUTS) {
-    if (given(body[field])) throw notSupportedYet(field, field);
+  const drift = body.drift ?? false;
+  if (typeof drift !== 'boolean') throw new InvalidInput('drift must be true or false.');
+  for (const field of ['forecasts', 'volatility_surface'] as const) {
+    if (given(body[field]) && !Array.isArray(body[field])) {
+      throw new InvalidInput(`${field} must be an array of objects.`);
+    }
   }
 
   const baseCurrency = given(body.base_currency)
     ? checkCurrency(body.base_currency)
     : (portfolio?.base_currency ?? 'USD');
-  if (!SUPPORTED_BASE_CURRENCIES.includes(baseCurrency)) {
-    throw notSupportedYet('base_currency', `base currency ${baseCurrency} (FX conversion)`);
-  }
   const nlv = given(body.nlv) ? checkNlv(body.nlv) : (portfolio?.nlv ?? null);
   const rawSecurities = body.securities ?? portfolio?.securities;
   if (rawSecurities === undefined || rawSecurities === null) {
     throw new InvalidInput('securities is required unless portfolio_id is given.');
   }
   const securities = checkSecurities(rawSecurities, nlv);
-  securities.forEach((s, i) => {
-    if (s.currency !== null && s.currency !== baseCurrency) {
-      throw notSupportedYet(
-        `securities[${i}].currency`,
-        `a ${s.currency} position in a ${baseCurrency} portfolio (FX)`,
-      );
-    }
-  });
   const date = given(body.date) ? checkDate(body.date) : (portfolio?.date ?? null);
 
   const horizonAllowed: readonly (number | null)[] = kind === 'stress_test' ? [...HORIZONS, null] : HORIZONS;
@@ -239,9 +235,16 @@ export async function checkCalculationRequest(
         market_price: s.market_price,
         multiplier: s.multiplier,
         fx_rate: s.fx_rate,
+        currency: s.currency,
+        label: s.label,
       })),
+      base_currency: baseCurrency,
       date,
       nlv,
+      // Arrays here; calc/ checks every element and answers a CalcInputError naming the field.
+      volatility_surface: (body.volatility_surface ?? null) as StressTestRequest['volatility_surface'],
+      forecasts: (body.forecasts ?? null) as StressTestRequest['forecasts'],
+      drift,
       sampling,
       projection,
       volatility_half_life: volatilityHalfLife,
@@ -281,9 +284,31 @@ async function audit(db: Database, actor: Actor, kind: CalculationKind, checked:
   });
 }
 
-/** Every symbol a request reads: positions, projections and (for a stress test) the shock. */
+/**
+ * Every symbol a request reads: projections, positions (an option's underlying), the FX pairs that
+ * can take each position currency to the base (direct, inverse, both legs through USD: §9) and, for
+ * a stress test, the shock.
+ */
 function symbolsOf(checked: CheckedRequest, kind: CalculationKind): string[] {
-  const symbols = [...checked.common.projection, ...checked.securities.map((s) => s.symbol)];
+  const base = checked.common.base_currency;
+  const symbols = [...checked.common.projection];
+  const currencies = new Set<string>();
+  for (const s of checked.securities) {
+    symbols.push(parseOptionSymbol(s.symbol)?.underlying ?? s.symbol);
+    const cash = /^CASH:([A-Za-z]{3})$/.exec(s.symbol)?.[1]?.toUpperCase();
+    const currency = s.currency ?? cash;
+    if (currency !== undefined && currency !== base) currencies.add(currency);
+  }
+  for (const c of currencies) {
+    symbols.push(
+      `FX:${c}${base}`,
+      `FX:${base}${c}`,
+      `FX:${c}USD`,
+      `FX:USD${c}`,
+      `FX:USD${base}`,
+      `FX:${base}USD`,
+    );
+  }
   if (kind === 'stress_test') symbols.push(checked.shock);
   return symbols;
 }
