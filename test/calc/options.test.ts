@@ -11,7 +11,7 @@ import { dayNumber, formatDay } from '../../calc/market-data';
 import type { CalcSecurity } from '../../calc/portfolio-model';
 import { prepareRiskAttribution, runRiskAttribution } from '../../calc/risk-attribution';
 import { seedFromNumber } from '../../calc/random';
-import { PathGenerator } from '../../calc/simulation';
+import { PathGenerator, simulate } from '../../calc/simulation';
 import { runStressTest, type StressTestRequest } from '../../calc/stress-test';
 import { fxMarket, lastLogReturns } from './support/fx-market';
 import { naiveVariance, naiveWeights } from './support/naive-estimates';
@@ -177,6 +177,38 @@ describe('put–call parity and the exact component split', () => {
       }
     }
   });
+});
+
+describe('every array sums to the portfolio figure, options included (§6)', () => {
+  test.each(['cvar', 'var'] as const)(
+    '%s on a book of stocks, options and foreign positions',
+    (risk_measure) => {
+      const prepared = prepareRiskAttribution(
+        {
+          securities: [
+            { id: 'c', symbol: call, quantity: 3 },
+            { id: 'p', symbol: put, quantity: -2, currency: 'EUR' },
+            { id: 'a', symbol: 'AAA', quantity: -150 },
+            { id: 'b', symbol: 'BBB', quantity: 80, currency: 'JPY' },
+            { id: 'cash', symbol: 'CASH:EUR', quantity: 500 },
+          ],
+          date,
+          projection,
+          risk_measure,
+          horizon: 20,
+        },
+        source,
+        { paths: 3000 },
+      );
+      if (prepared.kind !== 'simulation') throw new Error('simulates');
+      const result = simulate(prepared.scenario, prepared.simulation);
+      const shaped = prepared.finish(result);
+      const total = shaped.results.reduce((s, r) => s + sumOf(r.mctr), 0);
+      const portfolio = prepared.pick(result).portfolio / prepared.nlv;
+      expect(Math.abs(total - portfolio)).toBeLessThan(1e-12 * Math.abs(portfolio) + 1e-15);
+      expect(portfolio).not.toBe(0);
+    },
+  );
 });
 
 describe('exposure and value of an option', () => {
