@@ -687,12 +687,20 @@ function optionTerms(
 
 /**
  * The lines of a book at a horizon (§9–§11): positions with the same driver, FX driver and option
- * terms share a line. `positions[i].driver` is the line of `book[i]`, `exposure` its scale.
+ * terms share a line. `positions[i].driver` is the line of `book[i]`, `exposure` its scale. A book of
+ * base-currency linear positions needs no lines: each driver is its own line (`lines` undefined,
+ * `positions[i].driver` its driver), which keeps the blocked per-driver kernels.
  */
 export function bookLines(
   prepared: Pick<PreparedPortfolio, 'book'>,
   horizonDays: number,
-): { lines: ScenarioLines; positions: PositionExposure[] } {
+): { lines: ScenarioLines | undefined; positions: PositionExposure[] } {
+  if (prepared.book.every((p) => p.primary >= 0 && p.fx < 0 && p.option === null)) {
+    return {
+      lines: undefined,
+      positions: prepared.book.map((p) => ({ driver: p.primary, exposure: p.scale })),
+    };
+  }
   const keys = new Map<string, number>();
   const primary: number[] = [];
   const fx: number[] = [];

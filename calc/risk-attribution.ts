@@ -188,7 +188,7 @@ export function prepareRiskAttribution(
   const base = unconditionalScenario(model, driverExposure, normalised.horizon / normalised.sampling);
   const scenario: Scenario = {
     ...base,
-    lines,
+    ...(lines === undefined ? {} : { lines }),
     // §13: factor means shift every regime's f, residual means shift e.
     regimes:
       shift === null

@@ -275,7 +275,7 @@ export function prepareStressTest(
   );
   const { conditioning } = conditional;
   const { lines, positions } = bookLines(prepared, horizon);
-  const scenario: Scenario = { ...conditional.scenario, lines };
+  const scenario: Scenario = { ...conditional.scenario, ...(lines === undefined ? {} : { lines }) };
   const { k } = model;
   const simulation: SimulationOptions = {
     paths,

@@ -68,47 +68,53 @@ export class LinePricer {
 
   /** Fills g and r from the drivers' x and e of one path; returns the path's portfolio P&L L. */
   price(x: ArrayLike<number>, e: ArrayLike<number>): number {
-    const { primary, fx, exposure, option } = this.lines;
-    const { g, r } = this;
+    const { exposure } = this.lines;
     let total = 0;
-    for (let l = 0; l < primary.length; l++) {
-      const a = primary[l]!;
-      const b = fx[l]!;
-      let xl = a >= 0 ? x[a]! : 0;
-      let el = a >= 0 ? e[a]! : 0;
-      if (b >= 0) {
-        xl += x[b]!;
-        el += e[b]!;
-      }
-      const right = option === null ? LINEAR : option[l * OPTION_FIELDS]!;
-      if (right === LINEAR) {
-        const move = expm1(xl);
-        total += exposure[l]! * move;
-        const gl = xl === 0 ? 1 : move / xl;
-        g[l] = gl;
-        r[l] = gl * el;
-        continue;
-      }
-      const at = l * OPTION_FIELDS;
-      const later = blackScholes(
-        right === CALL ? 'C' : 'P',
-        option![at + 1]! * exp(x[a]!),
-        option![at + 2]!,
-        option![at + 3]!,
-        option![at + 4]!,
-      );
-      const unit = (b >= 0 ? exp(x[b]!) : 1) * later - option![at + 5]!;
-      total += exposure[l]! * unit;
-      if (xl === 0) {
-        g[l] = 0;
-        r[l] = unit;
-      } else {
-        const gl = unit / xl;
-        g[l] = gl;
-        r[l] = gl * el;
-      }
-    }
+    for (let l = 0; l < exposure.length; l++) total += exposure[l]! * this.priceLine(l, x, e, 0);
     return total;
+  }
+
+  /**
+   * Line l on one path whose drivers' x and e start at `at` in `x` and `e`: returns its unit P&L and
+   * sets g[l] and r[l]. The blocked kernel calls this per (line, path) with the same arithmetic.
+   */
+  priceLine(l: number, x: ArrayLike<number>, e: ArrayLike<number>, at: number): number {
+    const { primary, fx, option } = this.lines;
+    const { g, r } = this;
+    const a = primary[l]!;
+    const b = fx[l]!;
+    let xl = a >= 0 ? x[at + a]! : 0;
+    let el = a >= 0 ? e[at + a]! : 0;
+    if (b >= 0) {
+      xl += x[at + b]!;
+      el += e[at + b]!;
+    }
+    const right = option === null ? LINEAR : option[l * OPTION_FIELDS]!;
+    if (right === LINEAR) {
+      const move = expm1(xl);
+      const gl = xl === 0 ? 1 : move / xl;
+      g[l] = gl;
+      r[l] = gl * el;
+      return move;
+    }
+    const o = l * OPTION_FIELDS;
+    const later = blackScholes(
+      right === CALL ? 'C' : 'P',
+      option![o + 1]! * exp(x[at + a]!),
+      option![o + 2]!,
+      option![o + 3]!,
+      option![o + 4]!,
+    );
+    const unit = (b >= 0 ? exp(x[at + b]!) : 1) * later - option![o + 5]!;
+    if (xl === 0) {
+      g[l] = 0;
+      r[l] = unit;
+    } else {
+      const gl = unit / xl;
+      g[l] = gl;
+      r[l] = gl * el;
+    }
+    return unit;
   }
 
   /** target[l(k+1) + j] += G_l·f_j (j < k), target[l(k+1) + k] += residual term, for the last path priced. */

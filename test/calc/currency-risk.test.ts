@@ -264,3 +264,20 @@ describe('NLV (§9)', () => {
     );
   });
 });
+
+test('a book of base-currency stocks needs no lines (the blocked per-driver kernels run it)', () => {
+  const prepare = (securities: CalcSecurity[]) => {
+    const prepared = prepareRiskAttribution({ securities, date, projection, risk_measure: 'cvar' }, source, {
+      paths: 10,
+    });
+    if (prepared.kind !== 'simulation') throw new Error('cvar simulates');
+    return prepared.scenario;
+  };
+  const stocks: CalcSecurity[] = [
+    { id: 'a', symbol: 'AAA', quantity: 10 },
+    { id: 'b', symbol: 'BBB', quantity: -3 },
+  ];
+  expect(prepare(stocks).lines).toBeUndefined();
+  expect(prepare([...stocks, { id: 'c', symbol: 'CASH:USD', quantity: 5 }]).lines).toBeDefined();
+  expect(prepare([{ ...stocks[0]!, currency: 'EUR' }]).lines).toBeDefined();
+});
