@@ -287,9 +287,10 @@ async function audit(db: Database, actor: Actor, kind: CalculationKind, checked:
 /**
  * Every symbol a request reads: projections, positions (an option's underlying), the FX pairs that
  * can take each position currency to the base (direct, inverse, both legs through USD: §9) and, for
- * a stress test, the shock.
+ * a stress test, the shock. A position's currency may come from the securities master (§9), so the
+ * master's currencies of the held symbols are included.
  */
-function symbolsOf(checked: CheckedRequest, kind: CalculationKind): string[] {
+async function symbolsOf(db: Database, checked: CheckedRequest, kind: CalculationKind): Promise<string[]> {
   const base = checked.common.base_currency;
   const symbols = [...checked.common.projection];
   const currencies = new Set<string>();
@@ -297,8 +298,14 @@ function symbolsOf(checked: CheckedRequest, kind: CalculationKind): string[] {
     symbols.push(parseOptionSymbol(s.symbol)?.underlying ?? s.symbol);
     const cash = /^CASH:([A-Za-z]{3})$/.exec(s.symbol)?.[1]?.toUpperCase();
     const currency = s.currency ?? cash;
-    if (currency !== undefined && currency !== base) currencies.add(currency);
+    if (currency !== undefined) currencies.add(currency);
   }
+  const master = (await db('securities_master')
+    .whereIn('symbol', [...new Set(symbols)])
+    .whereNotNull('currency')
+    .distinct('currency')) as Array<{ currency: string }>;
+  for (const row of master) currencies.add(row.currency.toUpperCase());
+  currencies.delete(base);
   for (const c of currencies) {
     symbols.push(
       `FX:${c}${base}`,
@@ -339,7 +346,7 @@ export async function runStressTestCalculation(
   const market = await loadMarket(
     db,
     actor.principal.accountId,
-    symbolsOf(checked, 'stress_test'),
+    await symbolsOf(db, checked, 'stress_test'),
     checked.common.date,
   );
   const prepared = asInvalidInput(() =>
@@ -379,7 +386,7 @@ export async function runRiskAttributionCalculation(
   const market = await loadMarket(
     db,
     actor.principal.accountId,
-    symbolsOf(checked, 'risk_attribution'),
+    await symbolsOf(db, checked, 'risk_attribution'),
     checked.common.date,
   );
   const prepared = asInvalidInput(() =>
