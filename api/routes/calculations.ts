@@ -53,7 +53,9 @@ const StressTestBody = Type.Object({
     'Days: 1, 5 (default), 20, 60, or null (the smallest horizon in which the magnitude is observable).',
   ),
   shock: doc('The shocked security, default IND:SPX.'),
-  magnitude: doc('REQUIRED. Decimal shock greater than -1 (-0.10 for -10%).'),
+  magnitude: doc(
+    'REQUIRED. Decimal shock greater than -1 (-0.10 for -10%); for a RATE:/SPREAD: shock an absolute move of magnitude × 100 points, any sign or size.',
+  ),
   confidence: doc(`Default 95%: ${CONFIDENCES.join(', ')}.`),
 });
 const RiskAttributionBody = Type.Object({

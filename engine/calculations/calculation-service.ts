@@ -216,7 +216,11 @@ export async function checkCalculationRequest(
     }
     if (!given(body.magnitude))
       throw new InvalidInput('magnitude is required (a decimal shock, -0.10 for -10%).');
-    if (typeof body.magnitude !== 'number' || !Number.isFinite(body.magnitude) || body.magnitude <= -1) {
+    if (typeof body.magnitude !== 'number' || !Number.isFinite(body.magnitude)) {
+      throw new InvalidInput('magnitude must be a decimal shock greater than -1 (-0.10 for -10%).');
+    }
+    // A price cannot fall by 100%; a rate or spread moves by magnitude × 100 points either way (§12).
+    if (body.magnitude <= -1 && !/^(RATE|SPREAD):/.test(shock)) {
       throw new InvalidInput('magnitude must be a decimal shock greater than -1 (-0.10 for -10%).');
     }
     magnitude = body.magnitude;

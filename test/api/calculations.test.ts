@@ -35,6 +35,10 @@ describe('calculations', () => {
       let rate = 1.1;
       const values = spx.dates.map((_, t) => (rate *= Math.exp(0.005 * normalAt(seed, t, 0))));
       await mergeSeries(db, 'FX:EURUSD', { dates: spx.dates, values }, 'test');
+      // And a 10-year yield in percent moving by ±5 basis points a day.
+      let level = 4;
+      const yields = spx.dates.map((_, t) => (level += 0.05 * normalAt(seed, t, 1)));
+      await mergeSeries(db, 'RATE:US10Y', { dates: spx.dates, values: yields }, 'test');
     },
   });
 
@@ -590,6 +594,20 @@ describe('calculations', () => {
       });
       expect(fx.statusCode).toBe(200);
       expect(fx.json()).not.toEqual(usd.json());
+    });
+
+    test('a rate shock below −1 (−150 points) is accepted; the same magnitude on a price is not', async () => {
+      const rate = await stress({
+        securities: BOOK,
+        date: DATE,
+        shock: 'RATE:US10Y',
+        magnitude: -1.5,
+        projection: ['IND:SPX', 'RATE:US10Y'],
+      });
+      expect(rate.statusCode).toBe(200);
+      expect(rate.json().stress_test.implied_magnitudes[1]).toBeCloseTo(-1.5, 12);
+      const price = await stress({ securities: BOOK, date: DATE, shock: 'AAPL', magnitude: -1.5 });
+      expect(price.statusCode).toBe(400);
     });
 
     test('a currency with no FX series: the position is in unmapped_tickers', async () => {
