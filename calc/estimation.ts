@@ -52,6 +52,19 @@ export function weightedVariance(r: Float64Array, w: Float64Array): number {
   return weight > 0 ? sum / weight : 0;
 }
 
+/** Weighted mean Σw·r / Σw over the observations present (§13 drift); 0 with none. */
+export function weightedMean(r: Float64Array, w: Float64Array): number {
+  let sum = 0;
+  let weight = 0;
+  for (let t = 0; t < r.length; t++) {
+    const x = r[t]!;
+    if (isNaN(x)) continue;
+    sum += w[t]! * x;
+    weight += w[t]!;
+  }
+  return weight > 0 ? sum / weight : 0;
+}
+
 /** Zero-mean weighted correlation over the observations both series have; 0 without variance. */
 export function weightedCorrelation(a: Float64Array, b: Float64Array, w: Float64Array): number {
   let ab = 0;
@@ -134,6 +147,10 @@ export interface FactorModel {
   readonly beta: Float64Array;
   /** r_i = max(σ_i² − β_iᵀ Σ_ff β_i, 0); 0 for a projection held in the portfolio. */
   readonly residualVariance: Float64Array;
+  /** EWMA mean invariant of each factor per observation (`volatility_half_life` weights, §13). */
+  readonly factorMean?: Float64Array;
+  /** EWMA mean invariant of each driver per observation (§13). */
+  readonly driverMean?: Float64Array;
 }
 
 interface FactorCovariance {
@@ -192,12 +209,16 @@ export function estimateFactorModel(input: EstimationInput): FactorModel {
   const inverseCorrelation = symmetricPseudoInverse(calm.correlation, k, PSEUDO_INVERSE_TOLERANCE);
   const beta = new Float64Array(input.drivers.length * k);
   const residualVariance = new Float64Array(input.drivers.length);
+  const factorMean = Float64Array.from(input.factorReturns, (r) => weightedMean(r, volWeights));
+  const driverMean = new Float64Array(input.drivers.length);
   const rho = new Float64Array(k);
   input.drivers.forEach((driver, d) => {
     if ('factor' in driver) {
       beta[d * k + driver.factor] = 1;
+      driverMean[d] = factorMean[driver.factor]!;
       return;
     }
+    driverMean[d] = weightedMean(driver.returns, volWeights);
     const sigma = sqrt(weightedVariance(driver.returns, volWeights));
     for (let j = 0; j < k; j++)
       rho[j] = weightedCorrelation(input.factorReturns[j]!, driver.returns, corrWeights);
@@ -211,7 +232,16 @@ export function estimateFactorModel(input: EstimationInput): FactorModel {
     }
     residualVariance[d] = Math.max(sigma * sigma - quadraticForm(calm.covariance, b, k), 0);
   });
-  return { k, calm: calm.covariance, distress, distressProbability, beta, residualVariance };
+  return {
+    k,
+    calm: calm.covariance,
+    distress,
+    distressProbability,
+    beta,
+    residualVariance,
+    factorMean,
+    driverMean,
+  };
 }
 
 /** Σ_mix = (1−π_d)·Σ_ff^c + π_d·Σ_ff^d per observation (§8). */

@@ -10,6 +10,7 @@ export {
   type SeriesSource,
 } from './market-data';
 export { estimateFactorModel, type FactorModel } from './estimation';
+export { blackScholes, blackScholesDelta, impliedVolatility, type VolatilitySurface } from './black-scholes';
 export {
   instrumentTypeOf,
   parseOptionSymbol,
@@ -26,6 +27,7 @@ export {
   type PathSetResult,
   type Regime,
   type Scenario,
+  type ScenarioLines,
   type SimulationOptions,
   type SimulationResult,
 } from './simulation';
@@ -36,6 +38,7 @@ export {
   type CalcOptions,
   type CalcSecurity,
   type Confidence,
+  type Forecast,
   type ProjectionValue,
 } from './portfolio-model';
 export {

@@ -3,12 +3,40 @@
  * an endpoint passes its validated body through), their defaults, and the step from securities and
  * series to a factor model with exposures (methodology §1–§3, §6).
  */
-import { type DriverInput, estimateFactorModel, type FactorModel } from './estimation';
+import {
+  blackScholes,
+  blackScholesDelta,
+  checkSurface,
+  impliedVolatility,
+  surfaceVolatility,
+  type VolatilitySurface,
+} from './black-scholes';
+import { type DriverInput, driverVariance, estimateFactorModel, type FactorModel } from './estimation';
 import { CalcInputError } from './input-error';
-import { instrumentTypeOf, positionFacts, type ReferenceSource } from './instruments';
-import { loadWindow, type MarketWindow, MIN_RETURNS, type Sampling, type SeriesSource } from './market-data';
+import {
+  defaultMultiplier,
+  fxRateAt,
+  instrumentTypeOf,
+  marginTraded,
+  type ModelledPosition,
+  type OptionSymbol,
+  parseOptionSymbol,
+  positionFacts,
+  quantityIsAmount,
+  type ReferenceSource,
+} from './instruments';
+import { CALL, LINEAR, PUT, type ScenarioLines } from './kernels/line-pricing';
+import {
+  countPresent,
+  dayNumber,
+  loadWindow,
+  type MarketWindow,
+  MIN_RETURNS,
+  type Sampling,
+  type SeriesSource,
+} from './market-data';
 import { type Seed, seedFromNumber, seedFromRequest } from './random';
-import type { PositionFacts } from './position-facts';
+import type { InstrumentType, PositionFacts } from './position-facts';
 import type { PositionExposure } from './simulation';
 
 /** Tail fraction by confidence (§6). */
@@ -46,7 +74,7 @@ export interface CalcSecurity {
   /** Unit price in local currency; null = the series' latest price on or before the date. */
   readonly market_price?: number | null;
   readonly multiplier?: number | null;
-  /** To the base currency; null = 1 (FX risk itself comes with a later issue). */
+  /** Units of base currency per unit of the position's currency; null = the FX rate at the date (§9). */
   readonly fx_rate?: number | null;
   /** ISO 4217 currency of the position (§9); null = the master's, else the base currency. */
   readonly currency?: string | null;
@@ -54,16 +82,23 @@ export interface CalcSecurity {
   readonly label?: string | null;
 }
 
+/** §13: a view on one symbol's price at `years` from now, as a discrete distribution of targets. */
+export interface Forecast {
+  readonly symbol: string;
+  readonly years: number;
+  readonly targets: readonly number[];
+  readonly probabilities: readonly number[];
+}
+
 export interface CommonRequest {
   readonly securities: readonly CalcSecurity[];
   /** ISO 4217 code every exposure and result is expressed in (§9); default USD. */
   readonly base_currency?: string | null;
-  /**
-   * §11 and §13 parameters the model does not compute yet: accepted in the types so the endpoint
-   * can pass its body through, refused by `normaliseCommon` when set (never silently ignored).
-   */
-  readonly volatility_surface?: unknown;
-  readonly forecasts?: unknown;
+  /** §11: volatility surfaces by underlying; an option on another underlying uses its implied or EWMA vol. */
+  readonly volatility_surface?: readonly VolatilitySurface[] | null;
+  /** §13: views that shift the mean of a symbol's invariant. */
+  readonly forecasts?: readonly Forecast[] | null;
+  /** §13: centre every driver on its EWMA mean invariant (default false: zero-centred). */
   readonly drift?: boolean | null;
   /** `YYYYMMDD`; null = the latest date of the first projection's series. */
   readonly date?: string | null;
@@ -94,6 +129,9 @@ export interface NormalisedCommon {
   projection: string[];
   volatility_half_life: number;
   correlation_half_life: number;
+  volatility_surface: VolatilitySurface[];
+  forecasts: Forecast[];
+  drift: boolean;
 }
 
 function check(condition: boolean, parameter: string, message: string): asserts condition {
@@ -118,6 +156,84 @@ function optionalLabel(value: unknown, parameter: string): string | null {
   return value;
 }
 
+function numberArray(value: unknown, parameter: string): number[] {
+  check(
+    Array.isArray(value) && value.every((x) => typeof x === 'number' && Number.isFinite(x)),
+    parameter,
+    'must be an array of finite numbers.',
+  );
+  return [...(value as number[])];
+}
+
+/** Probabilities may miss 1 by this much (§13). */
+export const PROBABILITY_TOLERANCE = 1e-9;
+
+/** §13: lengths match, targets > 0, probabilities ≥ 0 summing to 1 within 1e-9, years > 0. */
+function normaliseForecasts(value: unknown): Forecast[] {
+  if (value === undefined || value === null) return [];
+  check(Array.isArray(value), 'forecasts', 'must be an array of forecast objects.');
+  return (value as unknown[]).map((raw, i) => {
+    const where = `forecasts[${i}]`;
+    check(raw !== null && typeof raw === 'object' && !Array.isArray(raw), where, 'must be an object.');
+    const item = raw as Record<string, unknown>;
+    check(typeof item.symbol === 'string' && item.symbol !== '', `${where}.symbol`, 'must be a symbol.');
+    check(
+      typeof item.years === 'number' && Number.isFinite(item.years) && item.years > 0,
+      `${where}.years`,
+      'must be a number of years greater than 0.',
+    );
+    const targets = numberArray(item.targets, `${where}.targets`);
+    check(targets.length >= 1, `${where}.targets`, 'must hold at least one target price.');
+    check(
+      targets.every((t) => t > 0),
+      `${where}.targets`,
+      'must be prices greater than 0.',
+    );
+    const probabilities = numberArray(item.probabilities, `${where}.probabilities`);
+    check(
+      probabilities.length === targets.length,
+      `${where}.probabilities`,
+      `must hold one probability per target (${targets.length}), got ${probabilities.length}.`,
+    );
+    check(
+      probabilities.every((p) => p >= 0),
+      `${where}.probabilities`,
+      'must be probabilities ≥ 0.',
+    );
+    const total = probabilities.reduce((a, b) => a + b, 0);
+    check(
+      Math.abs(total - 1) <= PROBABILITY_TOLERANCE,
+      `${where}.probabilities`,
+      `must sum to 1 (within ${PROBABILITY_TOLERANCE}), got ${total}.`,
+    );
+    return { symbol: item.symbol, years: item.years, targets, probabilities };
+  });
+}
+
+function normaliseSurfaces(value: unknown): VolatilitySurface[] {
+  if (value === undefined || value === null) return [];
+  check(Array.isArray(value), 'volatility_surface', 'must be an array of surfaces.');
+  const seen = new Set<string>();
+  return (value as unknown[]).map((raw, i) => {
+    const where = `volatility_surface[${i}]`;
+    check(raw !== null && typeof raw === 'object' && !Array.isArray(raw), where, 'must be an object.');
+    const item = raw as Record<string, unknown>;
+    check(typeof item.symbol === 'string' && item.symbol !== '', `${where}.symbol`, 'must be a symbol.');
+    check(!seen.has(item.symbol), `${where}.symbol`, `repeats ${item.symbol}.`);
+    seen.add(item.symbol);
+    const rows = item.volatilities;
+    check(Array.isArray(rows), `${where}.volatilities`, 'must be a 2-D array of volatilities.');
+    const surface: VolatilitySurface = {
+      symbol: item.symbol,
+      time_to_expiration: numberArray(item.time_to_expiration, `${where}.time_to_expiration`),
+      moneyness: numberArray(item.moneyness, `${where}.moneyness`),
+      volatilities: (rows as unknown[]).map((row, r) => numberArray(row, `${where}.volatilities[${r}]`)),
+    };
+    checkSurface(surface, where);
+    return surface;
+  });
+}
+
 /** Defaults applied and every value the model relies on checked. The endpoint checks the spec's enums. */
 export function normaliseCommon(request: CommonRequest): NormalisedCommon {
   check(Array.isArray(request.securities), 'securities', 'must be an array.');
@@ -140,6 +256,7 @@ export function normaliseCommon(request: CommonRequest): NormalisedCommon {
     const marketPrice = optionalFinite(security.market_price, `${where}.market_price`);
     const multiplier = optionalFinite(security.multiplier, `${where}.multiplier`);
     const fxRate = optionalFinite(security.fx_rate, `${where}.fx_rate`);
+    check(fxRate === null || fxRate > 0, `${where}.fx_rate`, 'must be greater than 0.');
     return {
       id: security.id,
       symbol: security.symbol,
@@ -152,18 +269,8 @@ export function normaliseCommon(request: CommonRequest): NormalisedCommon {
     };
   });
   const baseCurrency = optionalCurrency(request.base_currency, 'base_currency') ?? 'USD';
-  // Not yet modelled (§11 surfaces, §13 forecasts and drift): an answer that ignored them would be wrong.
-  for (const [name, value] of [
-    ['volatility_surface', request.volatility_surface],
-    ['forecasts', request.forecasts],
-  ] as const) {
-    check(value === undefined || value === null, name, 'is not computed by the model yet.');
-  }
-  check(
-    request.drift === undefined || request.drift === null || request.drift === false,
-    'drift',
-    'is not computed by the model yet.',
-  );
+  const drift = request.drift ?? false;
+  check(typeof drift === 'boolean', 'drift', 'must be true or false.');
   const date = request.date ?? null;
   check(date === null || /^\d{8}$/.test(date), 'date', 'must be YYYYMMDD or null.');
   const sampling = request.sampling ?? 1;
@@ -192,6 +299,9 @@ export function normaliseCommon(request: CommonRequest): NormalisedCommon {
     projection,
     volatility_half_life: volatilityHalfLife,
     correlation_half_life: correlationHalfLife,
+    volatility_surface: normaliseSurfaces(request.volatility_surface),
+    forecasts: normaliseForecasts(request.forecasts),
+    drift,
   };
 }
 
@@ -225,65 +335,156 @@ export function resolveSeed(options: CalcOptions, canonicalRequest: unknown): Se
   return typeof options.seed === 'number' ? seedFromNumber(options.seed) : options.seed;
 }
 
+/** An option position's Black–Scholes terms at the calculation date (§11). */
+export interface OptionTerms {
+  readonly right: 'C' | 'P';
+  /** Underlying price S. */
+  readonly spot: number;
+  readonly strike: number;
+  /** (expiry − date) in calendar days / 365, at least 0. */
+  readonly years: number;
+  readonly volatility: number;
+  /** Where σ came from. */
+  readonly volatilitySource: 'volatility_surface' | 'market_price' | 'ewma';
+  /** P0 = BS(S, K, T, σ), or the market price when σ was implied from it. */
+  readonly price: number;
+  /** Δ_BS at the date. */
+  readonly delta: number;
+}
+
+/** A mapped position as the model prices it. */
+export interface BookPosition {
+  readonly id: string;
+  /** Driver of the security (an option's underlying), or −1 for cash. */
+  readonly primary: number;
+  /** FX driver CCY→base (§10), or −1 in the base currency. */
+  readonly fx: number;
+  /** v_i in base currency: quantity × price × multiplier × fx (quantity × fx for amounts, §9). */
+  readonly value: number;
+  /** Scale on its line: v_i, or q·m·fx for an option. */
+  readonly scale: number;
+  /** Linear exposure for the analytic vol (§8): v_i, or the delta-adjusted q·m·fx·Δ·S of an option. */
+  readonly linear: number;
+  readonly option: OptionTerms | null;
+}
+
 export interface PreparedPortfolio {
   readonly window: MarketWindow;
   readonly projection: readonly string[];
   readonly model: FactorModel;
-  /** Symbols of the model's drivers: first the `heldDrivers` held ones, then the extra ones asked for. */
+  /**
+   * Symbols of the model's drivers: first the `heldDrivers` the book needs (its securities, option
+   * underlyings and FX drivers, named `FX:CCYBASE` even when computed by inversion or through USD),
+   * then the extra ones asked for.
+   */
   readonly driverSymbols: readonly string[];
   readonly driverIndex: ReadonlyMap<string, number>;
   readonly heldDrivers: number;
   /** Mapped positions in request order. */
-  readonly positions: readonly (PositionExposure & { readonly id: string })[];
-  /** What the reporting step (§14, §15) reads of each mapped position, in the order of `positions`. */
+  readonly book: readonly BookPosition[];
+  /** What the reporting step (§14, §15) reads of each mapped position, in the order of `book`. */
   readonly facts: readonly PositionFacts[];
-  /** Σ v of each held driver. */
+  /** Σ of the linear exposures touching each held driver (a foreign position touches two). */
   readonly driverExposure: Float64Array;
   readonly nlv: number;
   readonly unmapped: readonly string[];
+  /** The calculation date as a day number. */
+  readonly anchorDay: number;
 }
 
-/** Instrument types whose invariant the model does not implement yet (§11 options, §12 absolute changes). */
-const NOT_MODELLED_YET: ReadonlySet<string> = new Set([
-  'EQUITY_OPTION',
-  'FUTURE_OPTION',
-  'FX_OPTION',
-  'FX_FORWARD',
-  'RATE',
-  'SPREAD',
-  'CASH',
-  'SWAP',
+/** Instrument types the methodology gives no repricing for: refused, never priced as a stock. */
+const NOT_MODELLED: ReadonlyMap<string, string> = new Map([
+  ['RATE', 'a rate level is a shock or projection (§12), not a position with a value'],
+  ['SPREAD', 'a spread level is a shock or projection (§12), not a position with a value'],
+  ['SWAP', 'swaps have no repricing in the methodology'],
+  ['FX_FORWARD', 'FX forwards have no repricing in the methodology'],
 ]);
 
-/**
- * Positions the model would get wrong today are refused, never priced as if they were stocks: options,
- * rates, spreads and cash (§9, §11, §12), and positions in a currency other than the base currency,
- * whose FX risk (§10) is not simulated yet.
- */
-function refuseUnmodelled(common: NormalisedCommon, market: SeriesSource): void {
+/** What a security is, before any market data (§9). */
+interface Classified {
+  readonly type: InstrumentType;
+  readonly currency: string;
+  readonly option: OptionSymbol | null;
+  /** Symbol of its driver (itself, or an option's underlying); null for cash. */
+  readonly driverSymbol: string | null;
+}
+
+function classify(security: CalcSecurity, i: number, base: string, market: SeriesSource): Classified {
   const reference = market as ReferenceSource;
-  common.securities.forEach((security, i) => {
-    const attributes = reference.attributes?.(security.symbol) ?? {};
-    const type = instrumentTypeOf(security.symbol, attributes);
-    check(
-      !NOT_MODELLED_YET.has(type),
-      `securities[${i}].symbol`,
-      `${security.symbol} is a ${type} position, which the model does not compute yet.`,
-    );
-    const master =
-      typeof attributes.currency === 'string' && attributes.currency !== '' ? attributes.currency : null;
-    const currency = (security.currency ?? master ?? common.base_currency).toUpperCase();
-    check(
-      currency === common.base_currency,
-      `securities[${i}].currency`,
-      `${security.symbol} is in ${currency}, not the base currency ${common.base_currency}: FX risk is not computed yet.`,
-    );
-  });
+  const attributes = reference.attributes?.(security.symbol) ?? {};
+  const type = instrumentTypeOf(security.symbol, attributes);
+  const refused = NOT_MODELLED.get(type);
+  check(
+    refused === undefined,
+    `securities[${i}].symbol`,
+    `${security.symbol} is a ${type} position: ${refused}.`,
+  );
+  const isOption = type === 'EQUITY_OPTION' || type === 'FUTURE_OPTION' || type === 'FX_OPTION';
+  const option = isOption ? parseOptionSymbol(security.symbol) : null;
+  check(
+    !isOption || option !== null,
+    `securities[${i}].symbol`,
+    `${security.symbol} is a ${type} position but not of the form "UNDERLYING YYYYMMDD C|P<strike>".`,
+  );
+  let cash: string | null = null;
+  if (type === 'CASH') {
+    cash = security.symbol.slice(security.symbol.indexOf(':') + 1).toUpperCase();
+    check(/^[A-Z]{3}$/.test(cash), `securities[${i}].symbol`, 'a cash position is CASH:<ISO 4217 code>.');
+  }
+  const master =
+    typeof attributes.currency === 'string' && /^[A-Za-z]{3}$/.test(attributes.currency)
+      ? attributes.currency.toUpperCase()
+      : null;
+  // §9: the position's currency, else the master's, else the base; cash is in the currency it names.
+  const currency = security.currency ?? cash ?? master ?? base;
+  return {
+    type,
+    currency,
+    option,
+    driverSymbol: type === 'CASH' ? null : (option?.underlying ?? security.symbol),
+  };
+}
+
+/** The pairs whose series give CCY→base: direct, inverse, and both legs through USD (§9). */
+function fxRouteSymbols(currency: string, base: string): string[] {
+  return [
+    `FX:${currency}${base}`,
+    `FX:${base}${currency}`,
+    `FX:${currency}USD`,
+    `FX:USD${currency}`,
+    `FX:USD${base}`,
+    `FX:${base}USD`,
+  ];
 }
 
 /**
- * Window returns → factor model for every held symbol (plus `extraSymbols`, e.g. the shock), and the
- * exposures. Unmapped securities drop out; a projection without enough data is an input error.
+ * Window log-returns of the rate CCY→base (§9, §10): `FX:CCYBASE`, else the negated returns of
+ * `FX:BASECCY`, else the sum of the two legs through USD (each direct or negated). Null when no route
+ * has enough returns.
+ */
+function fxReturns(window: MarketWindow, currency: string, base: string): Float64Array | null {
+  const leg = (from: string, to: string): Float64Array | null => {
+    if (from === to) return null;
+    const direct = window.returns.get(`FX:${from}${to}`);
+    if (direct !== undefined) return direct;
+    const inverse = window.returns.get(`FX:${to}${from}`);
+    return inverse === undefined ? null : inverse.map((r) => -r);
+  };
+  const single = leg(currency, base);
+  if (single !== null) return single;
+  if (currency === 'USD' || base === 'USD') return null;
+  const toUsd = leg(currency, 'USD');
+  const fromUsd = leg('USD', base);
+  if (toUsd === null || fromUsd === null) return null;
+  const sum = toUsd.map((r, t) => r + fromUsd[t]!);
+  return countPresent(sum) >= MIN_RETURNS ? sum : null;
+}
+
+/**
+ * Window returns → factor model for every driver the book needs (plus `extraSymbols`, e.g. the
+ * shock), and each position's value, line and linear exposure (§9–§11). A position whose driver, FX
+ * driver or option underlying lacks data is listed in `unmapped`; a projection without enough data
+ * is an input error.
  */
 export function preparePortfolio(
   common: NormalisedCommon,
@@ -291,10 +492,16 @@ export function preparePortfolio(
   extraSymbols: readonly string[],
   distress: boolean,
 ): PreparedPortfolio {
-  const { projection } = common;
-  refuseUnmodelled(common, market);
-  const held = common.securities.map((s) => s.symbol);
-  const window = loadWindow(market, [...projection, ...held, ...extraSymbols], common.date, common.sampling);
+  const { projection, base_currency: base } = common;
+  const classified = common.securities.map((security, i) => classify(security, i, base, market));
+  const foreign = [...new Set(classified.map((c) => c.currency).filter((c) => c !== base))];
+  const symbols = [
+    ...projection,
+    ...classified.flatMap((c) => (c.driverSymbol === null ? [] : [c.driverSymbol])),
+    ...foreign.flatMap((currency) => fxRouteSymbols(currency, base)),
+    ...extraSymbols,
+  ];
+  const window = loadWindow(market, symbols, common.date, common.sampling);
   for (const symbol of projection) {
     check(
       window.returns.has(symbol),
@@ -302,22 +509,67 @@ export function preparePortfolio(
       `${symbol} has no price series or fewer than ${MIN_RETURNS} returns in the window.`,
     );
   }
-  const unmappedSet = new Set(window.unmapped);
+  const anchorDay = window.calendar.anchorDay;
+  const fxSymbol = (currency: string) => `FX:${currency}${base}`;
+  const driverReturns = new Map(window.returns);
+  for (const currency of foreign) {
+    const returns = fxReturns(window, currency, base);
+    if (returns !== null) driverReturns.set(fxSymbol(currency), returns);
+    else driverReturns.delete(fxSymbol(currency));
+  }
+
   const driverSymbols: string[] = [];
   const driverIndex = new Map<string, number>();
-  const addDriver = (symbol: string): void => {
-    if (driverIndex.has(symbol) || unmappedSet.has(symbol)) return;
+  const addDriver = (symbol: string): number => {
+    const known = driverIndex.get(symbol);
+    if (known !== undefined) return known;
     driverIndex.set(symbol, driverSymbols.length);
     driverSymbols.push(symbol);
+    return driverSymbols.length - 1;
   };
-  held.forEach(addDriver);
+
+  // Which positions can be priced: their driver and FX driver have returns, and a price and rate exist.
+  interface Pending {
+    readonly index: number;
+    readonly primary: number;
+    readonly fx: number;
+    readonly fxRate: number;
+    readonly multiplier: number;
+  }
+  const pending: Pending[] = [];
+  const unmapped: string[] = [];
+  let valued = 0;
+  common.securities.forEach((security, i) => {
+    const c = classified[i]!;
+    const fxRate =
+      security.fx_rate ?? (c.currency === base ? 1 : (fxRateAt(market, c.currency, base, anchorDay) ?? NaN));
+    const multiplier = security.multiplier ?? defaultMultiplier(c.type);
+    const hasDriver = c.driverSymbol === null || driverReturns.has(c.driverSymbol);
+    const hasFx = c.currency === base || driverReturns.has(fxSymbol(c.currency));
+    const spot = c.driverSymbol === null ? NaN : (window.latestPrices.get(c.driverSymbol) ?? NaN);
+    if (!hasDriver || !hasFx || !Number.isFinite(fxRate) || (c.option !== null && !Number.isFinite(spot))) {
+      unmapped.push(security.symbol);
+      // An unmapped position still has a value when it has a price and a rate: it counts in the NLV.
+      const price = quantityIsAmount(c.type)
+        ? 1
+        : c.option !== null
+          ? (security.market_price ?? NaN)
+          : (security.market_price ?? spot);
+      const value = security.quantity * price * (quantityIsAmount(c.type) ? 1 : multiplier) * fxRate;
+      if (Number.isFinite(value) && !marginTraded(c.type)) valued += value;
+      return;
+    }
+    const primary = c.driverSymbol === null ? -1 : addDriver(c.driverSymbol);
+    const fx = c.currency === base ? -1 : addDriver(fxSymbol(c.currency));
+    pending.push({ index: i, primary, fx, fxRate, multiplier });
+  });
   const heldDrivers = driverSymbols.length;
-  extraSymbols.forEach(addDriver);
+  for (const symbol of extraSymbols) if (window.returns.has(symbol)) addDriver(symbol);
 
   const factorPosition = new Map(projection.map((symbol, j) => [symbol, j]));
   const drivers: DriverInput[] = driverSymbols.map((symbol) => {
     const factor = factorPosition.get(symbol);
-    return factor !== undefined ? { factor } : { returns: window.returns.get(symbol)! };
+    return factor !== undefined ? { factor } : { returns: driverReturns.get(symbol)! };
   });
   const model = estimateFactorModel({
     factorReturns: projection.map((symbol) => window.returns.get(symbol)!),
@@ -328,25 +580,43 @@ export function preparePortfolio(
     distress,
   });
 
-  const positions: (PositionExposure & { id: string })[] = [];
-  const modelled: Parameters<typeof positionFacts>[0][number][] = [];
+  const surfaces = new Map(common.volatility_surface.map((surface) => [surface.symbol, surface]));
+  const book: BookPosition[] = [];
+  const modelled: ModelledPosition[] = [];
   const driverExposure = new Float64Array(heldDrivers);
-  let valued = 0;
-  for (const security of common.securities) {
-    const price = security.market_price ?? window.latestPrices.get(security.symbol) ?? NaN;
-    const exposure = security.quantity * price * (security.multiplier ?? 1) * (security.fx_rate ?? 1);
-    // An unmapped position still has a value when it has a price: it counts in the NLV.
-    if (Number.isFinite(exposure)) valued += exposure;
-    const driver = driverIndex.get(security.symbol);
-    if (driver === undefined) continue;
-    check(Number.isFinite(exposure), 'securities', `${security.id} has no price to value it.`);
-    positions.push({ id: security.id, driver, exposure });
-    modelled.push({ ...security, exposure });
-    driverExposure[driver]! += exposure;
+  for (const { index, primary, fx, fxRate, multiplier } of pending) {
+    const security = common.securities[index]!;
+    const c = classified[index]!;
+    const where = `securities[${index}]`;
+    let value: number;
+    let scale: number;
+    let linear: number;
+    let option: OptionTerms | null = null;
+    if (c.option !== null) {
+      option = optionTerms(c.option, security, where, {
+        spot: window.latestPrices.get(c.driverSymbol!)!,
+        anchorDay,
+        surface: surfaces.get(c.option.underlying),
+        ewma: () => Math.sqrt((driverVariance(model, primary, 'calm') * TRADING_DAYS) / common.sampling),
+      });
+      scale = security.quantity * multiplier * fxRate;
+      value = scale * option.price;
+      linear = scale * option.delta * option.spot;
+    } else if (quantityIsAmount(c.type)) {
+      value = scale = linear = security.quantity * fxRate;
+    } else {
+      const price = security.market_price ?? window.latestPrices.get(c.driverSymbol!) ?? NaN;
+      value = scale = linear = security.quantity * price * multiplier * fxRate;
+    }
+    check(Number.isFinite(value), 'securities', `${security.id} has no price to value it.`);
+    if (!marginTraded(c.type)) valued += value;
+    if (primary >= 0) driverExposure[primary]! += linear;
+    if (fx >= 0) driverExposure[fx]! += linear;
+    book.push({ id: security.id, primary, fx, value, scale, linear, option });
+    modelled.push({ ...security, currency: c.currency, exposure: value, deltaExposure: linear });
   }
   const nlv = common.nlv ?? valued;
   check(Number.isFinite(nlv) && nlv !== 0, 'nlv', 'is zero: supply nlv to express results as its fractions.');
-  const unmapped = [...new Set(held.filter((symbol) => unmappedSet.has(symbol)))];
   return {
     window,
     projection,
@@ -354,10 +624,158 @@ export function preparePortfolio(
     driverSymbols,
     driverIndex,
     heldDrivers,
-    positions,
-    facts: positionFacts(modelled, market, common.base_currency, window.calendar.anchorDay),
+    book,
+    facts: positionFacts(modelled, market, base, anchorDay),
     driverExposure,
     nlv,
-    unmapped,
+    unmapped: [...new Set(unmapped)],
+    anchorDay,
   };
+}
+
+/** Trading days per year: annualises an EWMA vol (§11) and turns a horizon into years (T_h). */
+const TRADING_DAYS = 252;
+
+/** σ and P0 of an option (§11): the surface, else implied from market_price, else the EWMA vol. */
+function optionTerms(
+  option: OptionSymbol,
+  security: CalcSecurity,
+  where: string,
+  market: {
+    spot: number;
+    anchorDay: number;
+    surface: VolatilitySurface | undefined;
+    ewma: () => number;
+  },
+): OptionTerms {
+  const { spot } = market;
+  check(spot > 0, `${where}.symbol`, `${option.underlying} has no positive price to price the option on.`);
+  const years = Math.max(dayNumber(option.expiry) - market.anchorDay, 0) / 365;
+  let volatility: number;
+  let source: OptionTerms['volatilitySource'];
+  let price: number;
+  if (market.surface !== undefined) {
+    volatility = surfaceVolatility(market.surface, years, option.strike / spot);
+    source = 'volatility_surface';
+    price = blackScholes(option.right, spot, option.strike, years, volatility);
+  } else if (security.market_price !== null && security.market_price !== undefined) {
+    const implied = impliedVolatility(option.right, spot, option.strike, years, security.market_price);
+    check(
+      implied !== null,
+      `${where}.market_price`,
+      `${security.market_price} is outside the Black–Scholes bounds for ${security.symbol} (underlying at ${spot}); no volatility reproduces it.`,
+    );
+    volatility = implied;
+    source = 'market_price';
+    price = security.market_price;
+  } else {
+    volatility = market.ewma();
+    source = 'ewma';
+    price = blackScholes(option.right, spot, option.strike, years, volatility);
+  }
+  return {
+    right: option.right,
+    spot,
+    strike: option.strike,
+    years,
+    volatility,
+    volatilitySource: source,
+    price,
+    delta: blackScholesDelta(option.right, spot, option.strike, years, volatility),
+  };
+}
+
+/**
+ * The lines of a book at a horizon (§9–§11): positions with the same driver, FX driver and option
+ * terms share a line. `positions[i].driver` is the line of `book[i]`, `exposure` its scale. A book of
+ * base-currency linear positions needs no lines: each driver is its own line (`lines` undefined,
+ * `positions[i].driver` its driver), which keeps the blocked per-driver kernels.
+ */
+export function bookLines(
+  prepared: Pick<PreparedPortfolio, 'book'>,
+  horizonDays: number,
+): { lines: ScenarioLines | undefined; positions: PositionExposure[] } {
+  if (prepared.book.every((p) => p.primary >= 0 && p.fx < 0 && p.option === null)) {
+    return {
+      lines: undefined,
+      positions: prepared.book.map((p) => ({ driver: p.primary, exposure: p.scale })),
+    };
+  }
+  const keys = new Map<string, number>();
+  const primary: number[] = [];
+  const fx: number[] = [];
+  const exposure: number[] = [];
+  const option: number[] = [];
+  let anyOption = false;
+  const positions = prepared.book.map((position) => {
+    const terms = position.option;
+    const later = terms === null ? 0 : Math.max(terms.years - horizonDays / TRADING_DAYS, 0);
+    const row =
+      terms === null
+        ? [LINEAR, 0, 0, 0, 0, 0]
+        : [terms.right === 'C' ? CALL : PUT, terms.spot, terms.strike, later, terms.volatility, terms.price];
+    const key = `${position.primary}/${position.fx}/${row.join('/')}`;
+    let line = keys.get(key);
+    if (line === undefined) {
+      line = primary.length;
+      keys.set(key, line);
+      primary.push(position.primary);
+      fx.push(position.fx);
+      exposure.push(0);
+      option.push(...row);
+      anyOption ||= terms !== null;
+    }
+    exposure[line]! += position.scale;
+    return { driver: line, exposure: position.scale };
+  });
+  return {
+    lines: {
+      primary: Int32Array.from(primary),
+      fx: Int32Array.from(fx),
+      exposure: Float64Array.from(exposure),
+      option: anyOption ? Float64Array.from(option) : null,
+    },
+    positions,
+  };
+}
+
+/**
+ * §13 at the horizon: with `drift`, the factors' mean is their EWMA mean invariant × h/s and each
+ * driver's residual mean its EWMA mean less β·(factor mean), so x_d is centred on its own EWMA mean;
+ * a forecast adds μ·(h/252)/years to its symbol's residual, μ = Σ p_k·ln(target_k / P0). Null when
+ * neither is asked for (zero-centred). Covers every driver of the model, held or extra.
+ */
+export function meanShift(
+  common: NormalisedCommon,
+  prepared: Pick<PreparedPortfolio, 'model' | 'driverSymbols' | 'driverIndex' | 'window'>,
+  horizonDays: number,
+): { factor: Float64Array; residual: Float64Array } | null {
+  const { model } = prepared;
+  const { k } = model;
+  const drivers = prepared.driverSymbols.length;
+  const applies = common.forecasts.filter((f) => prepared.driverIndex.has(f.symbol));
+  if (!common.drift && applies.length === 0) return null;
+  const scale = horizonDays / common.sampling;
+  const factor = new Float64Array(k);
+  const residual = new Float64Array(drivers);
+  if (common.drift) {
+    const factorMean = model.factorMean ?? new Float64Array(k);
+    const driverMean = model.driverMean ?? new Float64Array(drivers);
+    for (let j = 0; j < k; j++) factor[j] = factorMean[j]! * scale;
+    for (let d = 0; d < drivers; d++) {
+      let systematic = 0;
+      for (let j = 0; j < k; j++) systematic += model.beta[d * k + j]! * factorMean[j]!;
+      residual[d] = (driverMean[d]! - systematic) * scale;
+    }
+  }
+  common.forecasts.forEach((forecast, i) => {
+    const d = prepared.driverIndex.get(forecast.symbol);
+    if (d === undefined) return;
+    const now = prepared.window.latestPrices.get(forecast.symbol) ?? NaN;
+    check(now > 0, `forecasts[${i}].symbol`, `${forecast.symbol} has no price to measure the targets from.`);
+    let mu = 0;
+    forecast.targets.forEach((target, t) => (mu += forecast.probabilities[t]! * Math.log(target / now)));
+    residual[d]! += (mu * (horizonDays / TRADING_DAYS)) / forecast.years;
+  });
+  return { factor, residual };
 }

@@ -10,8 +10,10 @@ import type { SeriesSource } from './market-data';
 import {
   type CalcOptions,
   checkHorizon,
+  bookLines,
   type CommonRequest,
   type Confidence,
+  meanShift,
   normaliseCommon,
   type NormalisedCommon,
   preparePortfolio,
@@ -60,15 +62,24 @@ export interface VolatilityAttribution {
 }
 
 /**
+ * A position for the analytic vol: its driver (−1: none, e.g. cash), its FX driver (absent or −1: the
+ * base currency) and its linear exposure (v_i; an option's delta-adjusted exposure).
+ */
+export interface LinearPosition extends PositionExposure {
+  readonly fx?: number;
+}
+
+/**
  * Euler decomposition of σ_p, analytic from Σ_mix on the linear exposures. With b = Σ_d w_d·β_d the
  * portfolio's factor exposure (w_d the exposure of driver d), position i of driver d gets
  * v_i·β_dj·(Σ_mix·b)_j·a/(σ_p·NLV²) on projection j and v_i·w_d·r_d·a/(σ_p·NLV²) as residual, a = 252/s.
  * With one position per symbol the residual is the methodology's v_i²·r_i; positions sharing a symbol
- * share its residual, so its variance is (Σv)²·r and is split in proportion to v_i.
+ * share its residual, so its variance is (Σv)²·r and is split in proportion to v_i. A foreign
+ * position (§10) moves with x_d + x_fx: it gets the sums over both drivers of these terms.
  */
 export function volatilityAttribution(
   model: FactorModel,
-  positions: readonly PositionExposure[],
+  positions: readonly LinearPosition[],
   driverExposure: Float64Array,
   nlv: number,
   sampling: number,
@@ -91,10 +102,13 @@ export function volatilityAttribution(
   const values = new Float64Array(positions.length * (k + 1));
   if (portfolio === 0) return { portfolio, values };
   const scale = annualise / (portfolio * nlv * nlv);
-  positions.forEach(({ driver, exposure }, i) => {
-    for (let j = 0; j < k; j++)
-      values[i * (k + 1) + j] = exposure * beta[driver * k + j]! * sigmaB[j]! * scale;
-    values[i * (k + 1) + k] = exposure * driverExposure[driver]! * residualVariance[driver]! * scale;
+  positions.forEach(({ driver, exposure, fx = -1 }, i) => {
+    for (const d of [driver, fx]) {
+      if (d < 0) continue;
+      for (let j = 0; j < k; j++)
+        values[i * (k + 1) + j]! += exposure * beta[d * k + j]! * sigmaB[j]! * scale;
+      values[i * (k + 1) + k]! += exposure * driverExposure[d]! * residualVariance[d]! * scale;
+    }
   });
   return { portfolio, values };
 }
@@ -147,18 +161,19 @@ export function prepareRiskAttribution(
   const distress = options.distress ?? true;
   const prepared = preparePortfolio(normalised, market, [], distress);
   // The closures below keep only what they need, not the window of returns.
-  const { model, positions, nlv, unmapped, driverExposure } = prepared;
+  const { model, book, nlv, unmapped, driverExposure } = prepared;
   const labels = [...prepared.projection, RESIDUAL];
   const shape = (values: Float64Array): RiskAttributionResult => ({
     unmapped_tickers: [...unmapped],
-    results: positions.map((position, i) => ({
+    results: book.map((position, i) => ({
       id: position.id,
       mctr: labels.map((label, j) => ({ projection: label, value: values[i * labels.length + j]! })),
     })),
   });
 
   if (normalised.risk_measure === 'vol') {
-    const vol = volatilityAttribution(model, positions, driverExposure, nlv, normalised.sampling);
+    const linear = book.map((p) => ({ driver: p.primary, fx: p.fx, exposure: p.linear }));
+    const vol = volatilityAttribution(model, linear, driverExposure, nlv, normalised.sampling);
     return { kind: 'analytic', portfolio: vol.portfolio, result: shape(vol.values), facts: prepared.facts };
   }
   const paths = resolvePaths(options);
@@ -168,7 +183,19 @@ export function prepareRiskAttribution(
     paths,
     distress,
   });
-  const scenario = unconditionalScenario(model, driverExposure, normalised.horizon / normalised.sampling);
+  const { lines, positions } = bookLines(prepared, normalised.horizon);
+  const shift = meanShift(normalised, prepared, normalised.horizon);
+  const base = unconditionalScenario(model, driverExposure, normalised.horizon / normalised.sampling);
+  const scenario: Scenario = {
+    ...base,
+    ...(lines === undefined ? {} : { lines }),
+    // §13: factor means shift every regime's f, residual means shift e.
+    regimes:
+      shift === null
+        ? base.regimes
+        : base.regimes.map((r) => ({ ...r, mean: r.mean.map((m, j) => m + shift.factor[j]!) })),
+    ...(shift === null ? {} : { residualMean: shift.residual.slice(0, prepared.heldDrivers) }),
+  };
   const isVar = normalised.risk_measure === 'var';
   const simulation: SimulationOptions = {
     paths,

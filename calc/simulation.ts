@@ -13,8 +13,12 @@
  * to zero, each get their own exact share; `positionComponents` turns them into fractions of NLV.
  */
 import type { FactorModel } from './estimation';
+import { lineBeta, lineCount, LinePricer, type ScenarioLines } from './kernels/line-pricing';
 import { psdRoot } from './linear-algebra';
 import { fillNormals, type Seed, uniformAt } from './random';
+
+export type { ScenarioLines } from './kernels/line-pricing';
+export { lineCount, OPTION_FIELDS } from './kernels/line-pricing';
 
 // Bound once: under jest's vm sandbox every global lookup (Math, Number) in a hot loop costs ~25×.
 const { expm1, sqrt } = Math;
@@ -37,10 +41,21 @@ export interface Scenario {
   readonly beta: Float64Array;
   /** √(r_d·h/s) per driver. */
   readonly residualSd: Float64Array;
-  /** Σ of the exposures v of the positions in each driver, in money. */
+  /**
+   * Σ of the exposures v of the positions in each driver, in money. Its length is the driver count D;
+   * with `lines` the P&L is priced per line and these values are not read.
+   */
   readonly exposure: Float64Array;
   /** A held shocked security (§7): x = logReturn exactly and e = logReturn − β·f. */
   readonly pinned: { readonly driver: number; readonly logReturn: number } | null;
+  /** Mean of each driver's residual at the horizon (§13 drift and forecasts); absent = 0. */
+  readonly residualMean?: Float64Array;
+  /**
+   * What is priced (§9–§11): one line per distinct (driver, FX driver, option) combination. Absent =
+   * one linear line per driver with `exposure[d]` (a book of base-currency stocks). Results are per
+   * line, L×(k+1).
+   */
+  readonly lines?: ScenarioLines;
 }
 
 export interface SimulationOptions {
@@ -60,8 +75,9 @@ export interface PathSetResult {
   /** Mean of L over the set, money. */
   readonly portfolio: number;
   /**
-   * D×(k+1): mean over the set of g(x_d)·f_j (j < k) and g(x_d)·e_d (j = k). Component ij of a
-   * position in driver d is v_i·β_dj·that (residual: v_i·that).
+   * L×(k+1) (L = lines, or drivers without lines): mean over the set of G_l·f_j (j < k) and the
+   * line's residual term (j = k), G_l = unit P&L / x_l (linear: g(x) = expm1(x)/x). Component ij of a
+   * position on line l is scale_i·B_lj·that (residual: scale_i·that), B_l the line's β.
    */
   readonly means: Float64Array;
 }
@@ -93,7 +109,7 @@ const POS = 2;
 const BAND = 4;
 
 /** Regenerates any path on demand: the only source of randomness of both passes. */
-class PathGenerator {
+export class PathGenerator {
   readonly f: Float64Array;
   readonly x: Float64Array;
   readonly e: Float64Array;
@@ -104,7 +120,7 @@ class PathGenerator {
   constructor(
     private readonly scenario: Scenario,
     private readonly seed: Seed,
-    alloc: (what: string, n: number) => Float64Array,
+    alloc: (what: string, n: number) => Float64Array = (_, n) => new Float64Array(n),
   ) {
     const { k } = scenario;
     const drivers = scenario.exposure.length;
@@ -119,7 +135,7 @@ class PathGenerator {
 
   /** Fills f, x and e for path p. Dimensions: 0..k−1 factors, k + d the residual of driver d. */
   draw(p: number): void {
-    const { k, beta, residualSd, regimes, pinned } = this.scenario;
+    const { k, beta, residualSd, regimes, pinned, residualMean } = this.scenario;
     const { f, x, e, z } = this;
     const drivers = x.length;
     fillNormals(this.seed, p, z, k + drivers, 0, this.words);
@@ -135,7 +151,11 @@ class PathGenerator {
     for (let d = 0; d < drivers; d++) {
       let systematic = 0;
       for (let j = 0; j < k; j++) systematic += beta[d * k + j]! * f[j]!;
-      const residual = residualSd[d]! * z[k + d]!;
+      // A drift or forecast shifts the residual's mean (§13); without one the draw is unchanged.
+      const residual =
+        residualMean === undefined
+          ? residualSd[d]! * z[k + d]!
+          : residualMean[d]! + residualSd[d]! * z[k + d]!;
       e[d] = residual;
       x[d] = systematic + residual;
     }
@@ -159,7 +179,7 @@ export function simulate(scenario: Scenario, options: SimulationOptions): Simula
     return new Float64Array(n);
   };
   const { k, exposure } = scenario;
-  const drivers = exposure.length;
+  const drivers = lineCount(scenario);
   const generator = new PathGenerator(scenario, options.seed, alloc);
 
   const width = k + 1;
@@ -171,8 +191,11 @@ export function simulate(scenario: Scenario, options: SimulationOptions): Simula
   };
   const { f, x, e } = generator;
   const g = alloc('g(x) per driver', drivers);
+  const lines = scenario.lines;
+  const pricer = lines === undefined ? null : new LinePricer(lines, alloc);
   /** Adds this path's g(x_d)·f_j and g(x_d)·e_d to every driver's sums in `target`. */
   const accumulate = (target: Float64Array): void => {
+    if (pricer !== null) return pricer.accumulate(target, f, k);
     for (let d = 0; d < drivers; d++) {
       const at = d * width;
       const gd = g[d]!;
@@ -183,6 +206,7 @@ export function simulate(scenario: Scenario, options: SimulationOptions): Simula
   /** Draws path p and fills g; returns the path's portfolio P&L L. */
   const drawPath = (p: number): number => {
     generator.draw(p);
+    if (pricer !== null) return pricer.price(x, e);
     let total = 0;
     for (let d = 0; d < drivers; d++) {
       const xd = x[d]!;
@@ -254,15 +278,19 @@ export function simulate(scenario: Scenario, options: SimulationOptions): Simula
 }
 
 export interface PositionExposure {
-  /** Index of the position's driver in the scenario. */
+  /** Index of the position's line in the scenario (its driver when the scenario has no lines). */
   readonly driver: number;
-  /** v_i = quantity × price × multiplier × FX, money. */
+  /**
+   * The position's scale on its line: v_i = quantity × price × multiplier × FX (money) for a linear
+   * line, quantity × multiplier × FX for an option line (§11).
+   */
   readonly exposure: number;
 }
 
 /**
- * Per position, (k+1) values as fractions of NLV: v_i·β_dj·mean(g·f_j)/NLV and the residual
- * v_i·mean(g·e)/NLV. Over all positions they sum to set.portfolio/NLV (to rounding).
+ * Per position, (k+1) values as fractions of NLV: scale_i·B_lj·mean(G·f_j)/NLV and the residual
+ * scale_i·mean(residual term)/NLV, B_l the line's β (β of its driver plus β of its FX driver, §10).
+ * Over all positions they sum to set.portfolio/NLV (to rounding).
  */
 export function positionComponents(
   scenario: Scenario,
@@ -270,8 +298,9 @@ export function positionComponents(
   positions: readonly PositionExposure[],
   nlv: number,
 ): Float64Array {
-  const { k, beta } = scenario;
+  const { k } = scenario;
   const width = k + 1;
+  const beta = scenario.lines === undefined ? scenario.beta : lineBetas(scenario);
   const out = new Float64Array(positions.length * width);
   positions.forEach(({ driver, exposure }, i) => {
     for (let j = 0; j < k; j++) {
@@ -279,6 +308,18 @@ export function positionComponents(
     }
     out[i * width + k] = (exposure * set.means[driver * width + k]!) / nlv;
   });
+  return out;
+}
+
+/** B_l = β of the line's driver + β of its FX driver (§10), L×k; a missing leg contributes 0. */
+export function lineBetas(scenario: Scenario): Float64Array {
+  const { k, lines } = scenario;
+  if (lines === undefined) return scenario.beta;
+  const out = new Float64Array(lines.primary.length * k);
+  for (let l = 0; l < lines.primary.length; l++) {
+    const b = lineBeta(scenario.beta, k, lines.primary[l]!, lines.fx[l]!);
+    out.set(b, l * k);
+  }
   return out;
 }
 

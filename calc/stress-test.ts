@@ -11,8 +11,10 @@ import {
   type CalcOptions,
   checkHorizon,
   type CommonRequest,
+  bookLines,
   type Confidence,
   MAX_HORIZON,
+  meanShift,
   normaliseCommon,
   type NormalisedCommon,
   preparePortfolio,
@@ -113,9 +115,16 @@ export function conditionOnShock(
   shockDriver: number,
   logReturn: number,
   horizonScale: number,
+  shift: { factor: Float64Array; residual: Float64Array } | null = null,
 ): ShockConditioning {
   const { k } = model;
   const beta = model.beta.subarray(shockDriver * k, (shockDriver + 1) * k);
+  // §13: with means μ_f and μ_e, x_s has mean m_s = β_s·μ_f + μ_e,s; the conditional is centred on
+  // μ_f + Σβ_s·(c − m_s)/V. Zero-centred (no shift) this is the §7 formula.
+  const factorMean = shift?.factor ?? new Float64Array(k);
+  let shockMean = shift?.residual[shockDriver] ?? 0;
+  for (let j = 0; j < k; j++) shockMean += beta[j]! * factorMean[j]!;
+  const surprise = logReturn - shockMean;
   const residual = model.residualVariance[shockDriver]! * horizonScale;
   const candidates: { probability: number; covariance: Float64Array }[] = [];
   if (model.distressProbability > 0) {
@@ -132,7 +141,7 @@ export function conditionOnShock(
     for (let j = 0; j < k; j++) variance += beta[j]! * q[j]!;
     const logWeight =
       variance > 0
-        ? Math.log(probability) - 0.5 * Math.log(variance) - (logReturn * logReturn) / (2 * variance)
+        ? Math.log(probability) - 0.5 * Math.log(variance) - (surprise * surprise) / (2 * variance)
         : -Infinity;
     return { sigma, q, variance, logWeight };
   });
@@ -145,7 +154,7 @@ export function conditionOnShock(
   parts.forEach(({ sigma, q, variance }, r) => {
     const probability = weights[r]! / total;
     if (!(probability > 0)) return;
-    const regimeMean = q.map((value) => (value * logReturn) / variance);
+    const regimeMean = q.map((value, j) => factorMean[j]! + (value * surprise) / variance);
     const covariance = new Float64Array(k * k);
     for (let i = 0; i < k; i++) {
       for (let j = 0; j < k; j++) covariance[i * k + j] = sigma[i * k + j]! - (q[i]! * q[j]!) / variance;
@@ -166,10 +175,11 @@ export function conditionalScenario(
   shockDriver: number,
   logReturn: number,
   horizonScale: number,
+  shift: { factor: Float64Array; residual: Float64Array } | null = null,
 ): { scenario: Scenario; conditioning: ShockConditioning } {
   const { k } = model;
   const held = exposure.length;
-  const conditioning = conditionOnShock(model, shockDriver, logReturn, horizonScale);
+  const conditioning = conditionOnShock(model, shockDriver, logReturn, horizonScale, shift);
   const scenario: Scenario = {
     k,
     regimes: conditioning.regimes,
@@ -177,6 +187,7 @@ export function conditionalScenario(
     residualSd: model.residualVariance.slice(0, held).map((r) => Math.sqrt(r * horizonScale)),
     exposure: Float64Array.from(exposure),
     pinned: shockDriver < held ? { driver: shockDriver, logReturn } : null,
+    ...(shift === null ? {} : { residualMean: shift.residual.slice(0, held) }),
   };
   return { scenario, conditioning };
 }
@@ -253,13 +264,18 @@ export function prepareStressTest(
 
   // c of §7: ln(1 + magnitude), or magnitude × 100 points for a rate or spread (§12).
   const logReturn = fromMagnitude(magnitude, levels);
-  const { scenario, conditioning } = conditionalScenario(
+  const shift = meanShift(normalised, prepared, horizon);
+  const conditional = conditionalScenario(
     model,
     prepared.driverExposure,
     shockDriver,
     logReturn,
     horizon / sampling,
+    shift,
   );
+  const { conditioning } = conditional;
+  const { lines, positions } = bookLines(prepared, horizon);
+  const scenario: Scenario = { ...conditional.scenario, ...(lines === undefined ? {} : { lines }) };
   const { k } = model;
   const simulation: SimulationOptions = {
     paths,
@@ -268,7 +284,7 @@ export function prepareStressTest(
     ...(options.onAllocate ? { onAllocate: options.onAllocate } : {}),
   };
   // The closure below keeps only what it needs, not the window of returns.
-  const { positions, nlv, unmapped } = prepared;
+  const { nlv, unmapped, book } = prepared;
   const projectionLevels = projection.map(isLevelSeries);
   const labels = [...projection, RESIDUAL];
   const asValues = (values: Float64Array, i: number): ProjectionValue[] =>
@@ -288,7 +304,7 @@ export function prepareStressTest(
         extrapolated,
         out_of_range: outOfRange,
         implied_magnitudes: Array.from(conditioning.mean, (m, j) => toMagnitude(m, projectionLevels[j]!)),
-        results: positions.map((position, i) => ({
+        results: book.map((position, i) => ({
           id: position.id,
           ev: asValues(ev, i),
           cvar_neg: asValues(cvarNeg, i),

@@ -106,7 +106,10 @@ const commonFields = {
     `REQUIRED unless portfolio_id. Security objects; at most ${SECURITIES_MAX}, or ${SECURITIES_MAX_WITH_NLV} when nlv is given.`,
   ),
   date: Type.Optional(NullableDate),
-  base_currency: nullable(CurrencyCode, 'ISO 4217, default USD (or the portfolio’s).'),
+  base_currency: nullable(
+    CurrencyCode,
+    'ISO 4217, default USD (or the portfolio’s). Positions in other currencies carry FX risk; a currency with no FX series is listed in unmapped_tickers.',
+  ),
   nlv: nullable(
     Type.Number(),
     'Net liquidation value; default null (the sum of the cash-settled positions’ values).',
@@ -152,11 +155,11 @@ export const StressTestBody = Type.Object(
       'Days: 1, 5 (default), 20, 60, or null (the smallest horizon in which the magnitude is observable).',
     ),
     shock: nullable(Symbol('A symbol.'), 'The shocked security, default IND:SPX.'),
+    // Greater than -1 for a relative shock; a RATE:/SPREAD: shock is an absolute move of any size, so the
+    // bound depends on the shocked symbol and stays in the engine.
     magnitude: Type.Number({
-      exclusiveMinimum: -1,
-      'x-rule': 'a decimal shock greater than -1 (-0.10 for -10%)',
       description:
-        'REQUIRED. Decimal shock greater than -1 (-0.10 for -10%); for RATE: and SPREAD: an absolute move in points ÷ 100.',
+        'REQUIRED. Decimal shock greater than -1 (-0.10 for -10%); for a RATE:/SPREAD: shock an absolute move of magnitude × 100 points, any sign or size.',
     }),
     confidence: choice(CONFIDENCES, `Default 95%: ${CONFIDENCES.join(', ')}.`),
   },

@@ -5,6 +5,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { BLOCK_PATHS, newSetSums, PathBlockKernel } from '../kernels/path-block';
+import { lineCount } from '../kernels/line-pricing';
 import type { ThreadReply, ThreadRequest } from './thread-protocol';
 
 let current: { call: number; kernel: PathBlockKernel; drivers: number; width: number } | null = null;
@@ -12,7 +13,7 @@ let current: { call: number; kernel: PathBlockKernel; drivers: number; width: nu
 function handle(request: ThreadRequest): { reply: ThreadReply; transfer: ArrayBuffer[] } | null {
   if (request.type === 'scenario') {
     const { scenario, seed, call } = request;
-    const drivers = scenario.exposure.length;
+    const drivers = lineCount(scenario);
     current = { call, kernel: new PathBlockKernel(scenario, seed), drivers, width: scenario.k + 1 };
     return null;
   }

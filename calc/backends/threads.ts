@@ -14,6 +14,7 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { findTailSets } from '../kernels/tail-sets';
+import { lineCount } from '../kernels/line-pricing';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
 import type { ThreadReply, ThreadRequest } from './thread-protocol';
@@ -96,7 +97,7 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
     const { paths } = options;
     checkPaths(paths);
     const note = options.onAllocate ?? (() => {});
-    const drivers = scenario.exposure.length;
+    const drivers = lineCount(scenario);
     const width = scenario.k + 1;
     const call = ++calls;
     const withBand = options.varBand === true;

@@ -4,6 +4,7 @@
  * stream, same operations, same order of every f64 sum; see the kernel's header).
  */
 import { BLOCK_PATHS, newSetSums, PathBlockKernel } from '../kernels/path-block';
+import { lineCount } from '../kernels/line-pricing';
 import { findTailSets } from '../kernels/tail-sets';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
@@ -13,7 +14,7 @@ export function simulateTyped(scenario: Scenario, options: SimulationOptions): S
   checkPaths(paths);
   const note = options.onAllocate ?? (() => {});
   const { k } = scenario;
-  const drivers = scenario.exposure.length;
+  const drivers = lineCount(scenario);
   const width = k + 1;
   const block = Math.min(BLOCK_PATHS, paths);
   // The kernel's scratch: f (block × k), residual normals (4 × block), L (block), factor normals (k).

@@ -13,7 +13,8 @@
  * normals for the block's paths are held at once.
  */
 import { inverseNormalCdf, NORMAL_STREAM, philox4x32, type Seed, UNIFORM_STREAM } from '../random';
-import type { Scenario } from '../simulation';
+import { PathGenerator, type Scenario } from '../simulation';
+import { lineCount, LinePricer } from './line-pricing';
 
 // Bound once: under jest's vm sandbox every global lookup in a hot loop costs ~25×.
 const { expm1 } = Math;
@@ -61,6 +62,11 @@ export class PathBlockKernel {
   readonly loss: Float64Array;
   private readonly lo: number;
   private readonly hi: number;
+  /**
+   * A scenario with lines (FX, cash, options: §9–§11) or residual means (§13) is run path by path
+   * with the reference's own generator and pricer, so it stays bit for bit the reference.
+   */
+  private readonly perPath: { generator: PathGenerator; pricer: LinePricer | null } | null;
 
   constructor(
     private readonly scenario: Scenario,
@@ -69,6 +75,13 @@ export class PathBlockKernel {
   ) {
     this.k = scenario.k;
     this.drivers = scenario.exposure.length;
+    this.perPath =
+      scenario.lines === undefined && scenario.residualMean === undefined
+        ? null
+        : {
+            generator: new PathGenerator(scenario, seed),
+            pricer: scenario.lines === undefined ? null : new LinePricer(scenario.lines),
+          };
     this.width = this.k + 1;
     this.f = new Float64Array(block * this.k);
     this.z = new Float64Array(4 * block);
@@ -114,6 +127,7 @@ export class PathBlockKernel {
     const { beta, residualSd, exposure, pinned } = this.scenario;
     const block = this.block;
     if (count > block) throw new RangeError(`A block holds at most ${block} paths, got ${count}.`);
+    if (this.perPath !== null) return this.runPerPath(first, count, ids, mask, sums);
     for (let i = 0; i < count; i++) {
       this.fillFactors(ids === null ? first + i : ids[first + i]!, i);
       loss[i] = 0;
@@ -160,6 +174,45 @@ export class PathBlockKernel {
       }
     }
   }
+
+  /** The reference's per-path loop (see `perPath`): same draws, same pricing, same order of sums. */
+  private runPerPath(
+    first: number,
+    count: number,
+    ids: Uint32Array | null,
+    mask: Uint8Array | null,
+    sums: SetSums,
+  ): void {
+    const { generator, pricer } = this.perPath!;
+    const { k, drivers, width, loss } = this;
+    const { exposure } = this.scenario;
+    const { f, x, e } = generator;
+    const { ev, neg, pos, band } = sums;
+    const add = (target: Float64Array): void => {
+      if (pricer !== null) return pricer.accumulate(target, f, k);
+      for (let d = 0; d < drivers; d++) {
+        const xd = x[d]!;
+        accumulate(target, d * width, k, xd === 0 ? 1 : expm1(xd) / xd, f, 0, e[d]!);
+      }
+    };
+    for (let i = 0; i < count; i++) {
+      generator.draw(ids === null ? first + i : ids[first + i]!);
+      let total = 0;
+      if (pricer !== null) total = pricer.price(x, e);
+      else for (let d = 0; d < drivers; d++) total += exposure[d]! * expm1(x[d]!);
+      loss[i] = total;
+      const m = mask === null ? EV : mask[i]!;
+      if (m & EV) add(ev);
+      if (m & NEG) add(neg);
+      if (m & POS) add(pos);
+      if (m & BAND) add(band);
+    }
+  }
+}
+
+/** Result rows of a scenario's sums: its lines, or its drivers. */
+export function resultRows(scenario: Scenario): number {
+  return lineCount(scenario);
 }
 
 /** target[at + j] += g·f_j (j < k), target[at + k] += g·e: the reference's per-path accumulate. */

@@ -1,6 +1,7 @@
 import {
   CalcInputError,
   CONFIDENCE_TAILS,
+  parseOptionSymbol,
   prepareRiskAttribution,
   prepareStressTest,
   type CalcOptions,
@@ -9,6 +10,7 @@ import {
   type RiskAttributionResult,
   type RiskMeasure,
   type SimulationBackend,
+  type StressTestRequest,
   type StressTestResult,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
@@ -46,10 +48,6 @@ export const AGGREGATIONS = [
   'fixed_income',
   'total_esg',
 ] as const;
-/** Only the base currency the model prices in without FX series (FX comes with a later issue). */
-export const SUPPORTED_BASE_CURRENCIES = ['USD'];
-/** Inputs of later issues: any value but null is refused rather than ignored (never a wrong number). */
-const LATER_INPUTS = ['forecasts', 'volatility_surface', 'drift'] as const;
 
 /** The audit trail's entity type for a calculation run (the spec lists none for calculations). */
 export const CALCULATION_ENTITY = 'Calculation';
@@ -112,8 +110,13 @@ export interface CheckedRequest {
   securities: Security[];
   common: {
     securities: CalcSecurity[];
+    base_currency: string;
     date: string | null;
     nlv: number | null;
+    /** §11, §13: checked field by field by calc/ (a 400 naming e.g. forecasts[0].probabilities). */
+    volatility_surface: StressTestRequest['volatility_surface'];
+    forecasts: StressTestRequest['forecasts'];
+    drift: boolean;
     sampling: 1 | 5;
     projection: string[];
     volatility_half_life: number;
@@ -128,8 +131,8 @@ export interface CheckedRequest {
 
 /**
  * Checks a calculation body against the spec: defaults applied, allowed values enforced, and what a
- * later issue brings (filters, aggregations, FX, forecasts, volatility surfaces) refused with
- * `not supported yet`. With `portfolio_id`, the portfolio's securities, date, base currency and nlv
+ * later issue brings (filters, aggregations) refused with `not supported yet`. Forecasts and
+ * volatility surfaces are checked field by field by calc/. With `portfolio_id`, the portfolio's securities, date, base currency and nlv
  * fill in whatever the body leaves out (a body value wins, so a stored book can be re-dated).
  */
 export async function checkCalculationRequest(
@@ -151,30 +154,28 @@ export async function checkCalculationRequest(
   }
   const aggregation = oneOf(body.aggregation ?? undefined, AGGREGATIONS, 'aggregation', 'position');
   if (aggregation !== 'position') throw notSupportedYet('aggregation', `aggregation by ${aggregation}`);
-  for (const field of LATER_INPUTS) {
-    if (given(body[field])) throw notSupportedYet(field, field);
+  // Python clients send booleans as "True"/"False"; the API's schema allows those forms too.
+  const rawDrift = body.drift ?? false;
+  const drift =
+    typeof rawDrift === 'string' && /^(true|false|1|0)$/i.test(rawDrift)
+      ? /^(true|1)$/i.test(rawDrift)
+      : rawDrift;
+  if (typeof drift !== 'boolean') throw new InvalidInput('drift must be true or false.');
+  for (const field of ['forecasts', 'volatility_surface'] as const) {
+    if (given(body[field]) && !Array.isArray(body[field])) {
+      throw new InvalidInput(`${field} must be an array of objects.`);
+    }
   }
 
   const baseCurrency = given(body.base_currency)
     ? checkCurrency(body.base_currency)
     : (portfolio?.base_currency ?? 'USD');
-  if (!SUPPORTED_BASE_CURRENCIES.includes(baseCurrency)) {
-    throw notSupportedYet('base_currency', `base currency ${baseCurrency} (FX conversion)`);
-  }
   const nlv = given(body.nlv) ? checkNlv(body.nlv) : (portfolio?.nlv ?? null);
   const rawSecurities = body.securities ?? portfolio?.securities;
   if (rawSecurities === undefined || rawSecurities === null) {
     throw new InvalidInput('securities is required unless portfolio_id is given.');
   }
   const securities = checkSecurities(rawSecurities, nlv);
-  securities.forEach((s, i) => {
-    if (s.currency !== null && s.currency !== baseCurrency) {
-      throw notSupportedYet(
-        `securities[${i}].currency`,
-        `a ${s.currency} position in a ${baseCurrency} portfolio (FX)`,
-      );
-    }
-  });
   const date = given(body.date) ? checkDate(body.date) : (portfolio?.date ?? null);
 
   const horizonAllowed: readonly (number | null)[] = kind === 'stress_test' ? [...HORIZONS, null] : HORIZONS;
@@ -220,7 +221,11 @@ export async function checkCalculationRequest(
     }
     if (!given(body.magnitude))
       throw new InvalidInput('magnitude is required (a decimal shock, -0.10 for -10%).');
-    if (typeof body.magnitude !== 'number' || !Number.isFinite(body.magnitude) || body.magnitude <= -1) {
+    if (typeof body.magnitude !== 'number' || !Number.isFinite(body.magnitude)) {
+      throw new InvalidInput('magnitude must be a decimal shock greater than -1 (-0.10 for -10%).');
+    }
+    // A price cannot fall by 100%; a rate or spread moves by magnitude × 100 points either way (§12).
+    if (body.magnitude <= -1 && !/^(RATE|SPREAD):/.test(shock)) {
       throw new InvalidInput('magnitude must be a decimal shock greater than -1 (-0.10 for -10%).');
     }
     magnitude = body.magnitude;
@@ -239,9 +244,16 @@ export async function checkCalculationRequest(
         market_price: s.market_price,
         multiplier: s.multiplier,
         fx_rate: s.fx_rate,
+        currency: s.currency,
+        label: s.label,
       })),
+      base_currency: baseCurrency,
       date,
       nlv,
+      // Arrays here; calc/ checks every element and answers a CalcInputError naming the field.
+      volatility_surface: (body.volatility_surface ?? null) as StressTestRequest['volatility_surface'],
+      forecasts: (body.forecasts ?? null) as StressTestRequest['forecasts'],
+      drift,
       sampling,
       projection,
       volatility_half_life: volatilityHalfLife,
@@ -281,9 +293,38 @@ async function audit(db: Database, actor: Actor, kind: CalculationKind, checked:
   });
 }
 
-/** Every symbol a request reads: positions, projections and (for a stress test) the shock. */
-function symbolsOf(checked: CheckedRequest, kind: CalculationKind): string[] {
-  const symbols = [...checked.common.projection, ...checked.securities.map((s) => s.symbol)];
+/**
+ * Every symbol a request reads: projections, positions (an option's underlying), the FX pairs that
+ * can take each position currency to the base (direct, inverse, both legs through USD: §9) and, for
+ * a stress test, the shock. A position's currency may come from the securities master (§9), so the
+ * master's currencies of the held symbols are included.
+ */
+async function symbolsOf(db: Database, checked: CheckedRequest, kind: CalculationKind): Promise<string[]> {
+  const base = checked.common.base_currency;
+  const symbols = [...checked.common.projection];
+  const currencies = new Set<string>();
+  for (const s of checked.securities) {
+    symbols.push(parseOptionSymbol(s.symbol)?.underlying ?? s.symbol);
+    const cash = /^CASH:([A-Za-z]{3})$/.exec(s.symbol)?.[1]?.toUpperCase();
+    const currency = s.currency ?? cash;
+    if (currency !== undefined) currencies.add(currency);
+  }
+  const master = (await db('securities_master')
+    .whereIn('symbol', [...new Set(symbols)])
+    .whereNotNull('currency')
+    .distinct('currency')) as Array<{ currency: string }>;
+  for (const row of master) currencies.add(row.currency.toUpperCase());
+  currencies.delete(base);
+  for (const c of currencies) {
+    symbols.push(
+      `FX:${c}${base}`,
+      `FX:${base}${c}`,
+      `FX:${c}USD`,
+      `FX:USD${c}`,
+      `FX:USD${base}`,
+      `FX:${base}USD`,
+    );
+  }
   if (kind === 'stress_test') symbols.push(checked.shock);
   return symbols;
 }
@@ -314,7 +355,7 @@ export async function runStressTestCalculation(
   const market = await loadMarket(
     db,
     actor.principal.accountId,
-    symbolsOf(checked, 'stress_test'),
+    await symbolsOf(db, checked, 'stress_test'),
     checked.common.date,
   );
   const prepared = asInvalidInput(() =>
@@ -354,7 +395,7 @@ export async function runRiskAttributionCalculation(
   const market = await loadMarket(
     db,
     actor.principal.accountId,
-    symbolsOf(checked, 'risk_attribution'),
+    await symbolsOf(db, checked, 'risk_attribution'),
     checked.common.date,
   );
   const prepared = asInvalidInput(() =>

@@ -1,6 +1,9 @@
 import path from 'node:path';
+import { blackScholes } from '../../calc/black-scholes';
+import { normalAt, seedFromNumber } from '../../calc/random';
 import { startSimulationEngine } from '../../engine/calculations/simulation-engine';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
+import { mergeSeries } from '../../engine/market-data/price-store';
 import { createTestApp } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 
@@ -24,6 +27,18 @@ describe('calculations', () => {
       await importMarketCsv(db, path.join(MARKET, 'us_stocks_daily.csv'), {
         columns: ['AAPL', 'JPM', 'XOM', 'WMT', 'PFE'],
       });
+      // The shared data has no FX: a synthetic EURUSD random walk on the S&P's dates (0.5% a day).
+      const spx = (await db('price_series').where({ symbol: 'IND:SPX' }).first('dates')) as {
+        dates: number[];
+      };
+      const seed = seedFromNumber(42);
+      let rate = 1.1;
+      const values = spx.dates.map((_, t) => (rate *= Math.exp(0.005 * normalAt(seed, t, 0))));
+      await mergeSeries(db, 'FX:EURUSD', { dates: spx.dates, values }, 'test');
+      // And a 10-year yield in percent moving by ±5 basis points a day.
+      let level = 4;
+      const yields = spx.dates.map((_, t) => (level += 0.05 * normalAt(seed, t, 1)));
+      await mergeSeries(db, 'RATE:US10Y', { dates: spx.dates, values: yields }, 'test');
     },
   });
 
@@ -397,22 +412,6 @@ describe('calculations', () => {
       { aggregation: 'sector' },
       'aggregation: aggregation by sector is not supported yet.',
     ],
-    [
-      'base_currency EUR',
-      { base_currency: 'EUR' },
-      'base_currency: base currency EUR (FX conversion) is not supported yet.',
-    ],
-    [
-      'a foreign position',
-      { securities: [{ id: 'a', symbol: 'AAPL', quantity: 1, currency: 'EUR' }] },
-      'securities[0].currency: a EUR position in a USD portfolio (FX) is not supported yet.',
-    ],
-    ['forecasts', { forecasts: [] }, 'forecasts: forecasts is not supported yet.'],
-    [
-      'volatility_surface',
-      { volatility_surface: [] },
-      'volatility_surface: volatility_surface is not supported yet.',
-    ],
   ])('%s → 400 not supported yet, on both endpoints', async (_case, extra, message) => {
     for (const call of [stress, attribution]) {
       const res = await call({ ...base, ...extra });
@@ -493,5 +492,208 @@ describe('calculations', () => {
     const implicit = await attribution({ securities: BOOK.slice(0, 2), date: DATE });
     expect(explicit.statusCode).toBe(200);
     expect(explicit.json()).toEqual(implicit.json());
+  });
+
+  describe('currencies, cash, options, forecasts and drift', () => {
+    const EXPIRY = '20230317';
+    const priceOn = async (symbol: string, day = 19354): Promise<number> => {
+      const row = (await h.db('price_series').where({ symbol }).first('dates', 'values')) as {
+        dates: number[];
+        values: number[];
+      };
+      let last = NaN;
+      row.dates.forEach((d, i) => {
+        if (d <= day) last = row.values[i]!;
+      });
+      return last;
+    };
+    const mixed = [
+      { id: 'aapl', symbol: 'AAPL', quantity: 100 },
+      { id: 'jpm-eur', symbol: 'JPM', quantity: 50, currency: 'EUR' },
+      { id: 'cash-eur', symbol: 'CASH:EUR', quantity: 10_000 },
+      { id: 'call', symbol: `AAPL ${EXPIRY} C130`, quantity: 2 },
+      { id: 'put', symbol: `AAPL ${EXPIRY} P120`, quantity: -1, market_price: 4.5 },
+    ];
+    const surface = {
+      symbol: 'AAPL',
+      time_to_expiration: [0.1, 0.5],
+      moneyness: [0.9, 1.1],
+      volatilities: [
+        [0.4, 0.35],
+        [0.38, 0.33],
+      ],
+    };
+
+    test.each([
+      ['stress test', '/v2/calculations/stress_test', { magnitude: -0.1 }],
+      ['risk attribution vol', '/v2/calculations/risk_attribution', {}],
+      ['risk attribution cvar', '/v2/calculations/risk_attribution', { risk_measure: 'cvar' }],
+    ])(
+      '%s: a foreign position, cash and options, with a surface, forecasts and drift → 200',
+      async (_, url, extra) => {
+        const res = await post(url, {
+          securities: mixed,
+          date: DATE,
+          volatility_surface: [surface],
+          forecasts: [{ symbol: 'JPM', years: 1, targets: [120, 160], probabilities: [0.4, 0.6] }],
+          drift: true,
+          ...extra,
+        });
+        expect(res.statusCode).toBe(200);
+        const out = res.json().stress_test ?? res.json().risk_attribution;
+        expect(out.unmapped_tickers).toEqual([]);
+        expect(out.results.map((r: { id: string }) => r.id)).toEqual(mixed.map((m) => m.id));
+        const key = 'ev' in out.results[0] ? 'ev' : 'mctr';
+        for (const r of out.results) expect(total(r[key])).not.toBe(0);
+      },
+    );
+
+    test('EUR cash has exactly the vol of holding FX:EURUSD itself, on either endpoint’s vol', async () => {
+      const cash = await attribution({
+        securities: [{ id: 'c', symbol: 'CASH:EUR', quantity: 1000 }],
+        date: DATE,
+      });
+      const pair = await attribution({
+        securities: [{ id: 'c', symbol: 'FX:EURUSD', quantity: 1000 }],
+        date: DATE,
+      });
+      expect(cash.statusCode).toBe(200);
+      expect(cash.json()).toEqual(pair.json());
+      expect(total(cash.json().risk_attribution.results[0].mctr)).toBeGreaterThan(0.01);
+    });
+
+    test('an option against Black–Scholes: shocking AAPL moves every path to S(1 + m)', async () => {
+      const S = await priceOn('AAPL');
+      const T = (19433 - 19354) / 365; // 2023-03-17 − 2022-12-28
+      const vol = (() => {
+        const u = (T - 0.1) / 0.4;
+        const w = (130 / S - 0.9) / 0.2;
+        return (1 - u) * ((1 - w) * 0.4 + w * 0.35) + u * ((1 - w) * 0.38 + w * 0.33);
+      })();
+      const nlv = 1e5;
+      const res = await stress({
+        securities: [{ id: 'call', symbol: `AAPL ${EXPIRY} C130`, quantity: 3 }],
+        date: DATE,
+        shock: 'AAPL',
+        magnitude: -0.12,
+        horizon: 20,
+        nlv,
+        volatility_surface: [surface],
+      });
+      expect(res.statusCode).toBe(200);
+      const pnl =
+        300 * (blackScholes('C', S * 0.88, 130, T - 20 / 252, vol) - blackScholes('C', S, 130, T, vol));
+      const [row] = res.json().stress_test.results;
+      for (const set of ['ev', 'cvar_neg', 'cvar_pos']) expect(total(row[set])).toBeCloseTo(pnl / nlv, 12);
+    });
+
+    test('an option priced from its market price, and one from the EWMA vol, on both endpoints', async () => {
+      for (const security of [
+        { id: 'o', symbol: `AAPL ${EXPIRY} P120`, quantity: 1, market_price: 4.5 },
+        { id: 'o', symbol: `AAPL ${EXPIRY} P120`, quantity: 1 },
+      ]) {
+        const book = [{ id: 's', symbol: 'AAPL', quantity: 100 }, security];
+        const a = await stress({ securities: book, date: DATE, magnitude: -0.05 });
+        const b = await attribution({ securities: book, date: DATE });
+        expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+        // A long put is short AAPL (delta ≈ −30 shares): it gains in a fall and offsets the stock's vol.
+        expect(total(a.json().stress_test.results[1].ev)).toBeGreaterThan(0);
+        expect(total(b.json().risk_attribution.results[1].mctr)).toBeLessThan(0);
+      }
+      const bad = await attribution({
+        securities: [{ id: 'o', symbol: `AAPL ${EXPIRY} P120`, quantity: 1, market_price: 500 }],
+        date: DATE,
+      });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().message).toMatch(
+        /^securities\[0\]\.market_price: 500 is outside the Black–Scholes bounds/,
+      );
+    });
+
+    test('base currency EUR: a book with no currencies is domestic there and gives the USD numbers', async () => {
+      const usd = await attribution({ securities: BOOK, date: DATE });
+      const eur = await attribution({ securities: BOOK, date: DATE, base_currency: 'EUR' });
+      expect(eur.statusCode).toBe(200);
+      expect(eur.json()).toEqual(usd.json());
+      // In EUR, the USD positions carry the USD→EUR risk (the inverse of the stored EURUSD).
+      const fx = await attribution({
+        securities: BOOK.map((b) => ({ ...b, currency: 'USD' })),
+        date: DATE,
+        base_currency: 'EUR',
+      });
+      expect(fx.statusCode).toBe(200);
+      expect(fx.json()).not.toEqual(usd.json());
+    });
+
+    test('a rate shock below −1 (−150 points) is accepted; the same magnitude on a price is not', async () => {
+      const rate = await stress({
+        securities: BOOK,
+        date: DATE,
+        shock: 'RATE:US10Y',
+        magnitude: -1.5,
+        projection: ['IND:SPX', 'RATE:US10Y'],
+      });
+      expect(rate.statusCode).toBe(200);
+      expect(rate.json().stress_test.implied_magnitudes[1]).toBeCloseTo(-1.5, 12);
+      const price = await stress({ securities: BOOK, date: DATE, shock: 'AAPL', magnitude: -1.5 });
+      expect(price.statusCode).toBe(400);
+    });
+
+    test('a currency with no FX series: the position is in unmapped_tickers', async () => {
+      for (const call of [stress, attribution]) {
+        const res = await call({
+          securities: [...BOOK.slice(0, 2), { id: 'chf', symbol: 'XOM', quantity: 5, currency: 'CHF' }],
+          date: DATE,
+          magnitude: -0.1,
+        });
+        expect(res.statusCode).toBe(200);
+        const out = res.json().stress_test ?? res.json().risk_attribution;
+        expect(out.unmapped_tickers).toEqual(['XOM']);
+        expect(out.results.map((r: { id: string }) => r.id)).toEqual(['p1', 'p2']);
+      }
+    });
+
+    test('drift and forecasts change the simulated numbers; vol is a dispersion and does not move', async () => {
+      const body = { securities: BOOK, date: DATE, risk_measure: 'cvar' };
+      const plain = (await attribution(body)).json();
+      expect((await attribution({ ...body, drift: true })).json()).not.toEqual(plain);
+      const view = { forecasts: [{ symbol: 'XOM', years: 0.5, targets: [150], probabilities: [1] }] };
+      expect((await attribution({ ...body, ...view })).json()).not.toEqual(plain);
+      const vol = (await attribution({ securities: BOOK, date: DATE })).json();
+      expect((await attribution({ securities: BOOK, date: DATE, drift: true, ...view })).json()).toEqual(vol);
+      const st = await stress({ securities: BOOK, date: DATE, magnitude: -0.1, drift: true, ...view });
+      expect(st.statusCode).toBe(200);
+    });
+
+    test.each<[string, object, string]>([
+      [
+        'probabilities not summing to 1',
+        { forecasts: [{ symbol: 'XOM', years: 1, targets: [100, 120], probabilities: [0.5, 0.4] }] },
+        'forecasts[0].probabilities: must sum to 1 (within 1e-9), got 0.9.',
+      ],
+      [
+        'lengths that differ',
+        { forecasts: [{ symbol: 'XOM', years: 1, targets: [100, 120], probabilities: [1] }] },
+        'forecasts[0].probabilities: must hold one probability per target (2), got 1.',
+      ],
+      [
+        'years 0',
+        { forecasts: [{ symbol: 'XOM', years: 0, targets: [100], probabilities: [1] }] },
+        'forecasts[0].years: must be a number of years greater than 0.',
+      ],
+      ['forecasts not an array', { forecasts: {} }, 'forecasts must be an array of objects.'],
+      ['drift not a boolean', { drift: 'yes' }, 'drift must be true or false.'],
+      [
+        'a ragged surface',
+        { volatility_surface: [{ ...surface, volatilities: [[0.4], [0.38, 0.33]] }] },
+        'volatility_surface[0].volatilities: must hold one row per time to expiration and one non-negative volatility per moneyness.',
+      ],
+    ])('%s → 400 naming the field, on both endpoints', async (_case, extra, message) => {
+      for (const call of [stress, attribution]) {
+        const res = await call({ securities: BOOK, date: DATE, magnitude: -0.1, ...extra });
+        expect(res.statusCode).toBe(400);
+        expect(res.json()).toEqual({ code: 400, message });
+      }
+    });
   });
 });

@@ -75,10 +75,11 @@ describe('symbology', () => {
 });
 
 /** The fixture market plus a securities master and volumes for AAA. */
-function referenceSource(): ReferenceSource {
+function referenceSource(extra: Record<string, Record<string, AttributeValue>> = {}): ReferenceSource {
   const master: Record<string, Record<string, AttributeValue>> = {
     AAA: { sector: 'Technology', country: 'US', market_cap: 2.5e12, currency: 'USD' },
     BBB: { instrument_type: 'ETF', sector: 'Financials' },
+    ...extra,
   };
   const volume: PriceSeries = { dates: days, values: Float64Array.from(days, (_, i) => 1000 + i) };
   return {
@@ -164,7 +165,7 @@ describe('position facts', () => {
   });
 });
 
-describe('what the model does not compute yet is refused, never priced as a stock', () => {
+describe('what the model gives no repricing for is refused, never priced as a stock', () => {
   const market = referenceSource();
   const run =
     (extra: object, list = securities) =>
@@ -173,24 +174,21 @@ describe('what the model does not compute yet is refused, never priced as a stoc
         paths: 100,
       });
   test.each([
-    ['an option', { id: 'o', symbol: 'AAA 20300120 C150', quantity: 1 }, 'securities[8].symbol'],
-    ['cash', { id: 'c', symbol: 'CASH:USD', quantity: 1000 }, 'securities[8].symbol'],
     ['a rate', { id: 'r', symbol: 'RATE:US10Y', quantity: 1 }, 'securities[8].symbol'],
-    [
-      'a foreign position',
-      { id: 'f', symbol: 'AAA', quantity: 1, currency: 'JPY' },
-      'securities[8].currency',
-    ],
+    ['a spread', { id: 's', symbol: 'SPREAD:IGOAS', quantity: 1 }, 'securities[8].symbol'],
+    ['an option not spelt as one', { id: 'o', symbol: 'OPTX', quantity: 1 }, 'securities[8].symbol'],
   ])('%s', (_, extra, parameter) => {
-    expect(run({}, [...securities, extra])).toThrow(expect.objectContaining({ parameter }));
+    const master = referenceSource({ OPTX: { instrument_type: 'EQUITY_OPTION' } });
+    expect(() =>
+      runStressTest({ securities: [...securities, extra], date, projection, magnitude: -0.1 }, master, {
+        paths: 100,
+      }),
+    ).toThrow(expect.objectContaining({ parameter }));
   });
-  test.each([
-    ['forecasts', { forecasts: [{ symbol: 'IND:SPX' }] }],
-    ['volatility_surface', { volatility_surface: {} }],
-    ['drift', { drift: true }],
-  ])('%s', (parameter, extra) => {
-    expect(run(extra)).toThrow(expect.objectContaining({ parameter }));
-    expect(run({ [parameter]: parameter === 'drift' ? false : null })).not.toThrow();
+  test('a foreign position with no FX route is unmapped, not an error', () => {
+    const result = run({}, [...securities, { id: 'f', symbol: 'AAA', quantity: 1, currency: 'JPY' }])();
+    expect(result.unmapped_tickers).toContain('AAA');
+    expect(result.results.map((r) => r.id)).not.toContain('f');
   });
   test('a bad base currency', () => {
     expect(run({ base_currency: 'EURO' })).toThrow(expect.objectContaining({ parameter: 'base_currency' }));

@@ -24,13 +24,18 @@ function portfolio(date: string) {
 }
 
 /** Daily log-returns over the last 1260 calendar (index) dates on or before `date`, by a direct loop. */
-function directReturns(symbols: string[], calendarSymbol: string, date: string) {
-  const calendar = Array.from(market.get(calendarSymbol)!.dates as Int32Array).filter(
+function directReturns(
+  symbols: string[],
+  calendarSymbol: string,
+  date: string,
+  source: ReadonlyMap<string, PriceSeries> = market,
+) {
+  const calendar = Array.from(source.get(calendarSymbol)!.dates as Int32Array).filter(
     (d) => d <= dayNumber(date),
   );
   const window = calendar.slice(-1261);
   return symbols.map((symbol) => {
-    const s = market.get(symbol)!;
+    const s = source.get(symbol)!;
     const byDay = new Map(Array.from(s.dates as Int32Array, (d, i) => [d, s.values[i]!]));
     return Float64Array.from(window.slice(1), (d, t) => Math.log(byDay.get(d)! / byDay.get(window[t]!)!));
   });
@@ -245,4 +250,45 @@ test('the CSV parser reads both date layouts', () => {
   expect(spx.dates[0]).toBe(dayNumber('19900102'));
   expect(spx.values[0]).toBe(359.69);
   expect(market.get('BABA')!.dates[0]).toBeGreaterThan(dayNumber('20140901'));
+});
+
+describe('FX on real history (a synthetic EURUSD made from real prices, §10)', () => {
+  // EURUSD := 1.1·(XOM/WMT)^0.3 on XOM's dates: real-looking moves, correlated with the market.
+  const xom = market.get('XOM')!;
+  const wmt = market.get('WMT')!;
+  const wmtByDay = new Map(Array.from(wmt.dates as Int32Array, (d, i) => [d, wmt.values[i]!]));
+  const fx: PriceSeries = {
+    dates: xom.dates,
+    values: Float64Array.from(xom.dates as Int32Array, (d, i) =>
+      wmtByDay.has(d) ? 1.1 * Math.pow(xom.values[i]! / wmtByDay.get(d)!, 0.3) : NaN,
+    ),
+  };
+  const withFx = new Map(market);
+  withFx.set('FX:EURUSD', fx);
+  const date = '20221228';
+  const sum = (values: { value: number }[]) => values.reduce((s, v) => s + v.value, 0);
+
+  test('EUR cash: vol (one regime) is the pair’s EWMA vol × √252; AAPL in EUR sums both drivers', () => {
+    const [spx, aapl, eurusd] = directReturns(['IND:SPX', 'AAPL', 'FX:EURUSD'], 'IND:SPX', date, withFx);
+    const cash = runRiskAttribution(
+      { securities: [{ id: 'c', symbol: 'CASH:EUR', quantity: 1e5 }], date },
+      withFx,
+      { distress: false },
+    );
+    const naive = naiveModel([spx!], [aapl!, eurusd!], 2, 6, 1);
+    expect(sum(cash.results[0]!.mctr)).toBeCloseTo(naive.securityVol[1]! * Math.sqrt(252), 10);
+    const nlv = 1e6;
+    const foreign = runRiskAttribution(
+      { securities: [{ id: 'a', symbol: 'AAPL', quantity: 1000, currency: 'EUR' }], date, nlv },
+      withFx,
+      { distress: false },
+    );
+    const cross = naive.betas[0]![0]! * naive.factorCovariance[0]![0]! * naive.betas[1]![0]!;
+    const variance = naive.securityVol[0]! ** 2 + naive.securityVol[1]! ** 2 + 2 * cross;
+    const aaplPrice =
+      market.get('AAPL')!.values[(market.get('AAPL')!.dates as Int32Array).indexOf(dayNumber(date))]!;
+    const fxRate = fx.values[(fx.dates as Int32Array).indexOf(dayNumber(date))]!;
+    const v = 1000 * aaplPrice * fxRate;
+    expect(sum(foreign.results[0]!.mctr)).toBeCloseTo((v / nlv) * Math.sqrt(variance * 252), 10);
+  });
 });

@@ -247,6 +247,52 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(Number(executed[0]!.count)).toBe(2);
     }, 120_000);
 
+    test('the new parameters (options, surfaces, forecasts, drift, base currency, cash) pass through', async () => {
+      const securities = [
+        ...BOOK,
+        { id: 'call', symbol: 'AAPL 20230317 C130', quantity: 2 },
+        { id: 'put', symbol: 'AAPL 20230317 P120', quantity: -1, market_price: 4.5 },
+        { id: 'cash', symbol: 'CASH:USD', quantity: 1000 },
+      ];
+      const extra = {
+        base_currency: 'USD',
+        drift: true,
+        forecasts: [{ symbol: 'JPM', years: 1, targets: [120, 160], probabilities: [0.4, 0.6] }],
+        volatility_surface: [
+          {
+            symbol: 'AAPL',
+            time_to_expiration: [0.1, 0.5],
+            moneyness: [0.9, 1.1],
+            volatilities: [
+              [0.4, 0.35],
+              [0.38, 0.33],
+            ],
+          },
+        ],
+      };
+      const stressBody = { securities, date: DATE, magnitude: -0.1, ...extra };
+      const attributionBody = { securities, date: DATE, risk_measure: 'cvar', ...extra };
+      const result = await run(
+        `async function main(args) {
+          return {
+            stress: await sdk.runStressTest(args.stress),
+            attribution: await sdk.runRiskAttribution(args.attribution),
+            invalid: await sdk.runRiskAttribution({ ...args.attribution, drift: 'yes' }).catch((e) => e.message),
+          };
+        }`,
+        scope(),
+        undefined,
+        { stress: stressBody, attribution: attributionBody },
+      );
+      const stress = await call('POST', '/v2/calculations/stress_test', stressBody);
+      expect(stress.statusCode).toBe(200);
+      expect(result.stress).toEqual(stress.json().stress_test);
+      expect((result.stress as { results: unknown[] }).results).toHaveLength(securities.length);
+      const attribution = await call('POST', '/v2/calculations/risk_attribution', attributionBody);
+      expect(result.attribution).toEqual(attribution.json().risk_attribution);
+      expect(result.invalid).toBe('drift must be true or false.');
+    }, 120_000);
+
     test('a calculation on another workspace’s or account’s portfolio is not found', async () => {
       const inResearch = await call('POST', '/v2/portfolios', {
         name: 'Research book',

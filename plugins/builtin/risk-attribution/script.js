@@ -13,6 +13,10 @@ async function main(args) {
       'sampling',
       'volatility_half_life',
       'correlation_half_life',
+      'base_currency',
+      'volatility_surface',
+      'forecasts',
+      'drift',
     ]),
   };
   return { risk_attribution: await sdk.runRiskAttribution(body) };

@@ -15,6 +15,10 @@ async function main(args) {
       'sampling',
       'volatility_half_life',
       'correlation_half_life',
+      'base_currency',
+      'volatility_surface',
+      'forecasts',
+      'drift',
     ]),
   };
   return { stress_test: await sdk.runStressTest(body) };
