@@ -16,10 +16,19 @@ import { loadConfig } from '../config';
 import { type Database, migrateLatest } from '../db/database';
 import { InvalidInput } from '../errors';
 import { findSecurities, importSecuritiesCsv } from '../market-data/securities-master';
-import { importMarketCsv } from '../market-data/csv-import';
+import { importMarketCsv, type SeriesKind } from '../market-data/csv-import';
 import { listPriceSymbols } from '../market-data/price-store';
 import { publishTemplateFolderAs } from '../worker-templates/template-folder';
 import { openCliDatabase } from './cli-database';
+
+/** What the import summary calls the values of each kind of series. */
+const VALUE_WORDS: Readonly<Record<SeriesKind, string>> = {
+  price: 'prices',
+  fx: 'FX rates',
+  rate: 'levels (%)',
+  spread: 'levels (%)',
+  volume: 'volumes',
+};
 
 /** With one account (the usual self-hosted case) --account may be left out. */
 async function resolveAccount(db: Database, account: string | undefined): Promise<string> {
@@ -238,7 +247,8 @@ export function buildCli(): Command {
   market
     .command('import')
     .description(
-      'Import a wide CSV (a date column, one price column per symbol); re-importing merges by date',
+      'Import a wide CSV (a date column, one column per symbol): prices, FX:EURUSD rates, RATE:* and SPREAD:* ' +
+        'levels in percent, VOL:<symbol> volumes, or a Volume column beside one price column; re-importing merges by date',
     )
     .argument('<csv>', 'file to import')
     .option('--map <COLUMN=SYMBOL...>', 'symbol of a column (default: SP500=IND:SPX, others keep their name)')
@@ -268,7 +278,7 @@ export function buildCli(): Command {
                 `${summary.first_date ?? '-'} .. ${summary.last_date ?? '-'}, ${summary.bad_rows.length} bad rows.`,
               ...summary.symbols.map(
                 (s) =>
-                  `  ${s.symbol.padEnd(12)} ${s.column} — ${s.points} prices, ${s.added} new, ${s.total} stored`,
+                  `  ${s.symbol.padEnd(12)} ${s.column} — ${s.points} ${VALUE_WORDS[s.kind]}, ${s.added} new, ${s.total} stored`,
               ),
             ].join('\n'),
           );

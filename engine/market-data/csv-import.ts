@@ -16,6 +16,48 @@ export interface CsvImportOptions {
   columns?: string[];
 }
 
+/**
+ * What a series holds, by its symbol's form (methodology §9): prices (equities, ETFs, `IND:*`), FX
+ * rates (`FX:EURUSD` = USD per EUR), rate and spread levels in percent (`RATE:*`, `SPREAD:*`), and
+ * daily traded volumes (`VOL:<symbol>`, for the liquidity of §15).
+ */
+export type SeriesKind = 'price' | 'fx' | 'rate' | 'spread' | 'volume';
+
+export function seriesKind(symbol: string): SeriesKind {
+  if (symbol.startsWith('VOL:')) return 'volume';
+  if (symbol.startsWith('FX:')) return 'fx';
+  if (symbol.startsWith('RATE:')) return 'rate';
+  if (symbol.startsWith('SPREAD:')) return 'spread';
+  return 'price';
+}
+
+/** Why a symbol cannot name a series of its kind, or null when it can. */
+function symbolProblem(symbol: string): string | null {
+  const kind = seriesKind(symbol);
+  if (kind === 'fx' && !/^FX:[A-Z]{6}$/.test(symbol)) {
+    return `${symbol} is not an FX pair: write FX:EURUSD (units of USD for 1 EUR).`;
+  }
+  if (kind !== 'price' && symbol.slice(symbol.indexOf(':') + 1).trim() === '') {
+    return `${symbol} names no ${kind === 'volume' ? 'security' : kind}.`;
+  }
+  return null;
+}
+
+/**
+ * Why a cell cannot be a value of its kind, or null. A log-return needs a positive price or rate; a
+ * rate or spread level (percent) may be zero or negative; a volume may be zero (a holiday, a halt).
+ */
+function valueProblem(kind: SeriesKind, value: number): string | null {
+  if ((kind === 'price' || kind === 'fx') && !(value > 0)) {
+    return kind === 'fx' ? 'is not a positive FX rate' : 'is not a positive price';
+  }
+  if (kind === 'volume' && !(value >= 0)) return 'is not a volume (≥ 0)';
+  return null;
+}
+
+/** The header of a price file's volume column (any case): its volumes are `VOL:<price symbol>`. */
+const VOLUME_COLUMN = 'volume';
+
 export interface BadRow {
   /** 1-based line number in the file (the header is line 1). */
   line: number;
@@ -69,9 +111,11 @@ export function parseCsvDate(text: string): number | null {
 const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
- * Parses a wide market CSV: one date column and one price column per symbol. An empty cell is a
+ * Parses a wide market CSV: one date column and one column per symbol (prices, FX rates, rate or
+ * spread levels, volumes: see `seriesKind`). An empty cell is a
  * missing price (a stock not listed yet), not an error; a row whose date cannot be read, a date seen
- * before, or a cell that is not a number is reported with its line number and left out.
+ * before, or a cell that is not a number (or not one its kind allows, such as a price ≤ 0) is reported
+ * with its line number and left out; the row's other cells still load.
  */
 export function parseMarketCsv(text: string, options: CsvImportOptions = {}): ParsedMarketCsv {
   const lines = text.split(/\r?\n/);
@@ -93,7 +137,15 @@ export function parseMarketCsv(text: string, options: CsvImportOptions = {}): Pa
   for (const column of Object.keys(options.map ?? {})) {
     if (!header.includes(column)) throw new InvalidInput(`--map names no column "${column}".`);
   }
-  const wanted = options.columns ?? header.filter((_, i) => i !== dateIndex);
+  // A `Volume` column not mapped by hand holds the volumes of the file's one price column, and comes
+  // along when --column picks that price column (an OHLCV export: `--column "Adj Close"`).
+  const volumeIndex = header.findIndex(
+    (h, i) => i !== dateIndex && h.toLowerCase() === VOLUME_COLUMN && options.map?.[h] === undefined,
+  );
+  const volumeHeader = volumeIndex < 0 ? null : header[volumeIndex]!;
+  const wanted = (options.columns ?? header.filter((_, i) => i !== dateIndex)).filter(
+    (column) => column !== volumeHeader,
+  );
   const columns = wanted.map((column) => {
     const index = header.indexOf(column);
     if (index < 0 || index === dateIndex) {
@@ -101,12 +153,25 @@ export function parseMarketCsv(text: string, options: CsvImportOptions = {}): Pa
     }
     return { column, index, symbol: map[column] ?? column };
   });
+  if (volumeHeader !== null) {
+    const priced = columns.filter(({ symbol }) => seriesKind(symbol) !== 'volume');
+    if (priced.length !== 1) {
+      throw new InvalidInput(
+        `The ${volumeHeader} column holds the volumes of one price column, and the file has ${priced.length}: ` +
+          `name its symbol with --map ${volumeHeader}=VOL:<symbol>.`,
+      );
+    }
+    columns.push({ column: volumeHeader, index: volumeIndex, symbol: `VOL:${priced[0]!.symbol}` });
+  }
   const symbols = new Set<string>();
   for (const { column, symbol } of columns) {
     if (symbol === '') throw new InvalidInput(`Column "${column}" maps to an empty symbol.`);
     if (symbols.has(symbol)) throw new InvalidInput(`Two columns map to the symbol ${symbol}.`);
+    const problem = symbolProblem(symbol);
+    if (problem !== null) throw new InvalidInput(`Column "${column}": ${problem}`);
     symbols.add(symbol);
   }
+  const kinds = columns.map(({ symbol }) => seriesKind(symbol));
 
   const points = columns.map(() => new Map<number, number>());
   const seenDates = new Map<number, number>();
@@ -135,8 +200,13 @@ export function parseMarketCsv(text: string, options: CsvImportOptions = {}): Pa
       const cell = (cells[index] ?? '').trim();
       if (cell === '') return;
       const value = NUMERIC.test(cell) ? Number(cell) : NaN;
-      if (Number.isFinite(value)) points[c]!.set(day, value);
-      else problems.push(`${column} is not a number: ${JSON.stringify(cell)}`);
+      if (!Number.isFinite(value)) {
+        problems.push(`${column} is not a number: ${JSON.stringify(cell)}`);
+        return;
+      }
+      const problem = valueProblem(kinds[c]!, value);
+      if (problem === null) points[c]!.set(day, value);
+      else problems.push(`${column} ${problem}: ${JSON.stringify(cell)}`);
     });
     if (problems.length > 0) badRows.push({ line: lineNumber, message: problems.join('; ') });
   }
@@ -157,9 +227,16 @@ export function parseMarketCsv(text: string, options: CsvImportOptions = {}): Pa
 
 export interface ImportSummary {
   file: string;
-  symbols: Array<{ symbol: string; column: string; points: number; added: number; total: number }>;
+  symbols: Array<{
+    symbol: string;
+    column: string;
+    kind: SeriesKind;
+    points: number;
+    added: number;
+    total: number;
+  }>;
   rows: number;
-  /** Prices read from the file (empty cells excluded). */
+  /** Values read from the file (empty cells excluded): prices, rates, levels and volumes. */
   points: number;
   first_date: string | null;
   last_date: string | null;
@@ -191,9 +268,16 @@ export async function importMarketCsv(
       first = Math.min(first ?? Infinity, series.dates[0]!);
       last = Math.max(last ?? -Infinity, series.dates.at(-1)!);
       const merged = await mergeSeries(db, symbol, series, `${source}:${column}`);
-      symbols.push({ symbol, column, points: series.dates.length, added: merged.added, total: merged.total });
+      symbols.push({
+        symbol,
+        column,
+        kind: seriesKind(symbol),
+        points: series.dates.length,
+        added: merged.added,
+        total: merged.total,
+      });
     } else {
-      symbols.push({ symbol, column, points: 0, added: 0, total: 0 });
+      symbols.push({ symbol, column, kind: seriesKind(symbol), points: 0, added: 0, total: 0 });
     }
     onProgress?.(symbols.length, byColumn.length, symbol);
   }

@@ -1,4 +1,12 @@
-import { dayNumber, formatDay, pricesFromReturns, type PriceSeries } from '../../calc';
+import {
+  type AttributeValue,
+  dayNumber,
+  formatDay,
+  parseOptionSymbol,
+  pricesFromReturns,
+  type PriceSeries,
+  type ReferenceSource,
+} from '../../calc';
 import type { Database } from '../db/database';
 
 /** A series as stored: ascending day numbers (days since 1970-01-01) and their observed prices. */
@@ -136,6 +144,54 @@ function seriesFromPairs(pairs: unknown): { dates: number[]; values: number[] } 
   return { dates, values: dates.map((d) => byDay.get(d)!) };
 }
 
+/** Master columns that are bookkeeping, not attributes of the security. */
+const NOT_ATTRIBUTES = new Set(['symbol', 'attributes', 'price_source']);
+
+/**
+ * The attributes calc/ reads of each symbol (its `ReferenceSource.attributes`): the securities
+ * master's columns (currency, instrument_type, country, sector, …) and its `attributes` in one
+ * record, lower-case keys; an empty column is absent. Symbols not in the master are absent.
+ */
+export async function masterAttributes(
+  db: Database,
+  symbols: string[],
+): Promise<Map<string, Record<string, AttributeValue>>> {
+  const out = new Map<string, Record<string, AttributeValue>>();
+  if (symbols.length === 0) return out;
+  const rows = (await db('securities_master').whereIn('symbol', symbols).select('*')) as Array<
+    Record<string, unknown> & { symbol: string; attributes: Record<string, unknown> | null }
+  >;
+  for (const row of rows) {
+    const record: Record<string, AttributeValue> = {};
+    for (const [key, value] of Object.entries(row.attributes ?? {})) {
+      if (typeof value === 'string' || typeof value === 'number') record[key.toLowerCase()] = value;
+    }
+    for (const [column, value] of Object.entries(row)) {
+      if (!NOT_ATTRIBUTES.has(column) && typeof value === 'string' && value !== '') record[column] = value;
+    }
+    out.set(row.symbol, record);
+  }
+  return out;
+}
+
+/**
+ * The series of a calculation (a map, symbol → prices) together with what the reporting step reads
+ * of each symbol (§14, §15): its securities-master attributes and its daily volumes (`VOL:<symbol>`).
+ * Volumes are not series of the model, so they are kept out of the map itself.
+ */
+export class MarketSnapshot extends Map<string, PriceSeries> implements ReferenceSource {
+  readonly master = new Map<string, Readonly<Record<string, AttributeValue>>>();
+  readonly volumes = new Map<string, PriceSeries>();
+
+  attributes(symbol: string): Readonly<Record<string, AttributeValue>> | undefined {
+    return this.master.get(symbol);
+  }
+
+  volume(symbol: string): PriceSeries | undefined {
+    return this.volumes.get(symbol);
+  }
+}
+
 /**
  * The market a calculation sees: the stored series of `symbols`, the account's `CUSTOM:*` indexes
  * and the price series of its `PRIVATE:*` securities, each cut at `date` (YYYYMMDD; null = all).
@@ -145,25 +201,40 @@ function seriesFromPairs(pairs: unknown): { dates: number[]; values: number[] } 
  *   their own dates: calc carries a price forward to the next calendar row only.
  * - PRIVATE: `data.prices` is `[[YYYYMMDD, price], …]`; a private security without it has no series.
  * A symbol without data is absent from the map, so calc reports it in `unmapped_tickers`.
+ * - The master attributes and volumes of every symbol, and of an option's underlying (§14: an option
+ *   is grouped and its liquidity measured by its underlying), come along; volumes are cut at the date.
  */
 export async function loadMarket(
   db: Database,
   accountId: string,
   symbols: Iterable<string>,
   date: string | null,
-): Promise<Map<string, PriceSeries>> {
+): Promise<MarketSnapshot> {
   const lastDay = date === null ? null : dayNumber(date);
   const wanted = [...new Set(symbols)];
   const custom = wanted.filter((s) => s.startsWith('CUSTOM:'));
   const privates = wanted.filter((s) => s.startsWith('PRIVATE:'));
   const stored = wanted.filter((s) => !s.startsWith('CUSTOM:') && !s.startsWith('PRIVATE:'));
-  const market = new Map<string, PriceSeries>();
+  const market = new MarketSnapshot();
 
-  if (stored.length > 0) {
+  const described = [
+    ...new Set([...wanted, ...wanted.flatMap((s) => parseOptionSymbol(s)?.underlying ?? [])]),
+  ];
+  for (const [symbol, attributes] of await masterAttributes(db, described))
+    market.master.set(symbol, attributes);
+  const volumeSymbols = described.map((s) => `VOL:${s}`);
+  if (stored.length + volumeSymbols.length > 0) {
     const rows = (await db('price_series')
-      .whereIn('symbol', stored)
+      .whereIn('symbol', [...stored, ...volumeSymbols])
       .select('symbol', 'dates', 'values')) as Array<{ symbol: string } & StoredSeries>;
-    for (const row of rows) market.set(row.symbol, upTo(row.dates, row.values, lastDay));
+    for (const row of rows) {
+      const series = upTo(row.dates, row.values, lastDay);
+      if (row.symbol.startsWith('VOL:') && !stored.includes(row.symbol)) {
+        market.volumes.set(row.symbol.slice('VOL:'.length), series);
+      } else {
+        market.set(row.symbol, series);
+      }
+    }
   }
   if (custom.length + privates.length > 0) {
     const rows = (await db('entities')

@@ -22,10 +22,37 @@ const CHECKS: Partial<Record<MasterColumn, { pattern: RegExp; hint: string }>> =
   country: { pattern: /^[A-Z]{2}$/, hint: 'a 2-letter ISO 3166 code such as US' },
 };
 
+/**
+ * Attributes the aggregations of methodology §14 read, checked and typed on import (numbers are kept
+ * as JSON numbers so a bucket boundary compares numbers, never strings). They live in `attributes`
+ * beside any other extra column.
+ */
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+type AttributeCheck = (value: string) => { value: string | number } | { problem: string };
+const numberIn =
+  (low: number, high: number, hint: string): AttributeCheck =>
+  (value) => {
+    const n = NUMBER.test(value) ? Number(value) : NaN;
+    return Number.isFinite(n) && n >= low && n <= high ? { value: n } : { problem: hint };
+  };
+const text: AttributeCheck = (value) => ({ value });
+export const TYPED_ATTRIBUTES: Readonly<Record<string, AttributeCheck>> = {
+  market_cap: numberIn(0, Infinity, 'a market capitalisation in USD (≥ 0)'),
+  duration: numberIn(0, Infinity, 'a duration in years (≥ 0)'),
+  dividend_yield: numberIn(0, Infinity, 'a dividend yield in percent (≥ 0)'),
+  esg_score: numberIn(0, 100, 'an ESG score from 0 to 100'),
+  rating: (value) =>
+    /^[A-Za-z]{1,4}[123]?[+-]?$/.test(value)
+      ? { value }
+      : { problem: 'a credit rating such as AA+, Baa2 or BBB-' },
+  gics_sector: text,
+  security_type_refined: text,
+};
+
 export interface SecurityMasterRow {
   symbol: string;
   fields: Partial<Record<Exclude<MasterColumn, 'symbol'>, string>>;
-  attributes: Record<string, string>;
+  attributes: Record<string, string | number>;
 }
 
 export interface ParsedSecuritiesCsv {
@@ -37,9 +64,11 @@ export interface ParsedSecuritiesCsv {
 
 /**
  * Parses a securities master CSV: a header with `symbol` and any of name, currency,
- * instrument_type, exchange, country, sector; other columns are kept as attributes (e.g. industry,
- * isin, market_cap) for the aggregations to group by. An empty cell leaves what is stored; a row
- * without a symbol, with a malformed code, or repeating a symbol is reported and left out.
+ * instrument_type, exchange, country, sector; other columns are kept as attributes for the
+ * aggregations to group by (§14: market_cap, rating, duration, dividend_yield, esg_score, gics_sector,
+ * security_type_refined are checked and typed; any other, e.g. industry or isin, is kept as text). An
+ * empty cell leaves what is stored; a row without a symbol, with a malformed code or attribute, or
+ * repeating a symbol is reported and left out.
  */
 export function parseSecuritiesCsv(text: string): ParsedSecuritiesCsv {
   const lines = text.split(/\r?\n/);
@@ -84,9 +113,14 @@ export function parseSecuritiesCsv(text: string): ParsedSecuritiesCsv {
       if (column === 'symbol') continue;
       if ((MASTER_COLUMNS as readonly string[]).includes(column)) {
         row.fields[column as Exclude<MasterColumn, 'symbol'>] = value;
-      } else {
-        row.attributes[column] = value;
+        continue;
       }
+      const typed = TYPED_ATTRIBUTES[column]?.(value) ?? { value };
+      if ('problem' in typed) {
+        badRows.push({ line: lineNumber, message: `${column} "${value}" is not ${typed.problem}.` });
+        return;
+      }
+      row.attributes[column] = typed.value;
     }
     if (seen.has(symbol)) {
       badRows.push({ line: lineNumber, message: `repeats the symbol ${symbol}.` });

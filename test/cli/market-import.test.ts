@@ -93,7 +93,12 @@ describe('pas market import', () => {
     );
     expect(res.status).toBe(0);
     const summary = JSON.parse(res.stdout);
-    expect(summary.symbols).toEqual([expect.objectContaining({ symbol: 'IND:COMP', column: 'Adj Close' })]);
+    // The file's Volume column comes along as the volumes of the one price column picked.
+    expect(summary.symbols).toEqual([
+      expect.objectContaining({ symbol: 'IND:COMP', column: 'Adj Close', kind: 'price' }),
+      expect.objectContaining({ symbol: 'VOL:IND:COMP', column: 'Volume', kind: 'volume' }),
+    ]);
+    expect((await series('VOL:IND:COMP'))!.values[0]).toBe(936660000);
     expect(summary).toMatchObject({ first_date: '19990104', last_date: '20181231', bad_rows: [] });
     expect((await series('IND:COMP'))!.values[0]).toBe(2208.050049);
     expect(await series('Open')).toBeUndefined();
