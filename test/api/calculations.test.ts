@@ -267,7 +267,7 @@ describe('calculations', () => {
     [
       'magnitude not a number',
       { ...base, magnitude: '-0.1' },
-      'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
+      'magnitude must be a number.',
     ],
     [
       'magnitude -100%',
@@ -679,10 +679,10 @@ describe('calculations', () => {
       [
         'years 0',
         { forecasts: [{ symbol: 'XOM', years: 0, targets: [100], probabilities: [1] }] },
-        'forecasts[0].years: must be a number of years greater than 0.',
+        'forecasts[0].years must be a number of years greater than 0.',
       ],
-      ['forecasts not an array', { forecasts: {} }, 'forecasts must be an array of objects.'],
-      ['drift not a boolean', { drift: 'yes' }, 'drift must be true or false.'],
+      ['forecasts not an array', { forecasts: {} }, 'forecasts must be an array or null.'],
+      ['drift not a boolean', { drift: 'yes' }, 'drift must be true or false (or null).'],
       [
         'a ragged surface',
         { volatility_surface: [{ ...surface, volatilities: [[0.4], [0.38, 0.33]] }] },
