@@ -264,11 +264,7 @@ describe('calculations', () => {
   const base = { securities, date: DATE, magnitude: -0.1 };
   test.each<[string, object, string]>([
     ['magnitude missing', { securities }, 'magnitude is required.'],
-    [
-      'magnitude not a number',
-      { ...base, magnitude: '-0.1' },
-      'magnitude must be a number.',
-    ],
+    ['magnitude not a number', { ...base, magnitude: '-0.1' }, 'magnitude must be a number.'],
     [
       'magnitude -100%',
       { ...base, magnitude: -1 },
