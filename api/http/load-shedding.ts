@@ -40,7 +40,12 @@ export default fp(
       request.log.warn({ url: request.url }, message);
       throw new ServiceUnavailable(message, RETRY_AFTER_SECONDS);
     };
-    const isHealthCheck = (request: FastifyRequest) => request.url.startsWith('/v2/health_check');
+    // The health check, and the API's own description (no database, served from memory), are never
+    // shed: an operator and a client generator must see them most of all while the service is loaded.
+    const isHealthCheck = (request: FastifyRequest) =>
+      request.url.startsWith('/v2/health_check') ||
+      request.url.startsWith('/v2/openapi.json') ||
+      request.url.startsWith('/v2/docs');
 
     if (options.maxEventLoopDelayMs > 0) {
       const sampleIntervalMs = options.sampleIntervalMs ?? 1_000;
