@@ -81,12 +81,14 @@ export interface WorkflowSchedules {
    * trigger is not TIME_BASED. `runAs` null keeps the user an existing schedule acts for.
    */
   sync(workflow: ScheduledWorkflow, runAs: RunAs | null): Promise<void>;
-  /** Removes the workflow's schedule; none there is fine. */
-  remove(workflowId: string): Promise<void>;
+  /** Removes the workflow's schedule; none there is fine. True when there was one to remove. */
+  remove(workflowId: string): Promise<boolean>;
   /** Removes a schedule only if it is older than `minAgeMs`; true when removed. */
   removeIfOlderThan(workflowId: string, minAgeMs: number): Promise<boolean>;
   /** The schedules this service keeps on its task queue. */
   list(): Promise<ScheduleLine[]>;
+  /** One schedule's state read directly (the listing is eventually consistent); null when none. */
+  state(workflowId: string): Promise<ScheduleLine | null>;
 }
 
 class SchedulerUnavailable extends DomainError {
@@ -189,19 +191,23 @@ export function temporalWorkflowSchedules(client: Client, taskQueue: string): Wo
     };
   };
 
-  const remove = async (workflowId: string) => {
-    await guarded(async () => {
+  const remove = (workflowId: string) =>
+    guarded(async () => {
       try {
         await client.schedule.getHandle(scheduleIdOf(workflowId)).delete();
+        return true;
       } catch (error) {
         if (!(error instanceof ScheduleNotFoundError)) throw error;
+        return false;
       }
     });
-  };
 
   return {
     async sync(workflow, runAs) {
-      if (workflow.triggerType !== 'TIME_BASED') return remove(workflow.id);
+      if (workflow.triggerType !== 'TIME_BASED') {
+        await remove(workflow.id);
+        return;
+      }
       // Checked before any call, so a bad config is a 400 even with Temporal down.
       schedule(workflow, runAs);
       const scheduleId = scheduleIdOf(workflow.id);
@@ -251,6 +257,18 @@ export function temporalWorkflowSchedules(client: Client, taskQueue: string): Wo
       });
     },
 
+    async state(workflowId) {
+      return guarded(async () => {
+        try {
+          const { state } = await client.schedule.getHandle(scheduleIdOf(workflowId)).describe();
+          return { workflowId, note: state.note ?? '', paused: state.paused };
+        } catch (error) {
+          if (error instanceof ScheduleNotFoundError) return null;
+          throw error;
+        }
+      });
+    },
+
     async list() {
       return guarded(async () => {
         const lines: ScheduleLine[] = [];
@@ -273,7 +291,7 @@ export function temporalWorkflowSchedules(client: Client, taskQueue: string): Wo
 /** For a process that keeps no schedules (the benchmarks): every call fails, saying why. */
 export function noWorkflowSchedules(reason: string): WorkflowSchedules {
   const refuse = () => Promise.reject(new Error(reason));
-  return { sync: refuse, remove: refuse, removeIfOlderThan: refuse, list: refuse };
+  return { sync: refuse, remove: refuse, removeIfOlderThan: refuse, list: refuse, state: refuse };
 }
 
 const runAsOf = (actor: Actor): RunAs => ({
@@ -410,7 +428,10 @@ export async function reconcileSchedules(
     listed.delete(row.id);
     try {
       const workflow = scheduledWorkflowOf(row);
-      if (line && line.note === scheduleNote(workflow) && line.paused === !workflow.triggerEnabled) {
+      const matches = (seen: ScheduleLine | null | undefined) =>
+        seen?.note === scheduleNote(workflow) && seen.paused === !workflow.triggerEnabled;
+      // A listing line that differs may only lag behind a recent change: the schedule itself decides.
+      if (matches(line) || matches(await schedules.state(row.id))) {
         report.unchanged += 1;
         continue;
       }
@@ -435,10 +456,8 @@ export async function reconcileSchedules(
           TimeBasedRow | undefined;
         // Made TIME_BASED since the query above: the save that did it keeps its schedule.
         if (fresh?.trigger_type === 'TIME_BASED') return false;
-        if (fresh) {
-          await schedules.remove(workflowId);
-          return true;
-        }
+        // The listing lags behind deletes: one already gone is not counted again.
+        if (fresh) return schedules.remove(workflowId);
         // No row: perhaps a create still committing, which a young schedule may belong to.
         return schedules.removeIfOlderThan(workflowId, LEFTOVER_MIN_AGE_MS);
       });
