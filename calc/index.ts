@@ -59,6 +59,27 @@ export {
   type RiskAttributionResult,
   type RiskMeasure,
 } from './risk-attribution';
+export {
+  AGGREGATIONS,
+  checkAggregation,
+  groupOf,
+  reportResults,
+  reportRiskAttribution,
+  reportStressTest,
+  UNCLASSIFIED,
+  type Aggregation,
+  type ReportOptions,
+} from './aggregation';
+export {
+  FILTER_FUNCTIONS,
+  liquidityBucket,
+  liquidityPercent,
+  matchesFilter,
+  parseFilter,
+  printFilter,
+  reportedIds,
+  type FilterExpression,
+} from './filter';
 export type { BackendName, SimulationBackend } from './backends/backend';
 export {
   chooseBackend,

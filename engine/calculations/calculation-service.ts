@@ -1,5 +1,11 @@
 import {
+  AGGREGATIONS,
+  type Aggregation,
   CalcInputError,
+  type FilterExpression,
+  parseFilter,
+  reportRiskAttribution,
+  reportStressTest,
   CONFIDENCE_TAILS,
   parseOptionSymbol,
   prepareRiskAttribution,
@@ -30,24 +36,8 @@ export const HALF_LIVES = [0, 2, 6, 12, 24, 48] as const;
 export const CONFIDENCES = Object.keys(CONFIDENCE_TAILS) as Confidence[];
 export const RISK_MEASURES: readonly RiskMeasure[] = ['vol', 'var', 'cvar'];
 export const MAX_PROJECTIONS = 15;
-export const AGGREGATIONS = [
-  'custom',
-  'position',
-  'country',
-  'sector',
-  'gics_sector',
-  'market_capitalization',
-  'liquidity',
-  'implied_rating',
-  'duration',
-  'security_type',
-  'security_type_refined',
-  'dividend_yield',
-  'exposure',
-  'currency',
-  'fixed_income',
-  'total_esg',
-] as const;
+/** §14: re-exported so the API's schema lists exactly what the reporting step groups by. */
+export { AGGREGATIONS };
 
 /** The audit trail's entity type for a calculation run (the spec lists none for calculations). */
 export const CALCULATION_ENTITY = 'Calculation';
@@ -58,10 +48,6 @@ export type CalculationKind = 'stress_test' | 'risk_attribution';
 export type CalculationBody = Record<string, unknown>;
 
 const given = (value: unknown) => value !== undefined && value !== null;
-
-function notSupportedYet(parameter: string, detail: string): InvalidInput {
-  return new InvalidInput(`${parameter}: ${detail} is not supported yet.`);
-}
 
 function oneOf<T>(value: unknown, allowed: readonly T[], parameter: string, fallback: T): T {
   if (value === undefined) return fallback;
@@ -123,6 +109,10 @@ export interface CheckedRequest {
     correlation_half_life: number;
   };
   horizon: number | null;
+  /** §14: how the reported results are grouped. */
+  aggregation: Aggregation;
+  /** §15: which positions are reported (parsed before any market data is read); null for all. */
+  filter: FilterExpression | null;
   shock: string;
   magnitude: number;
   confidence: Confidence;
@@ -130,8 +120,8 @@ export interface CheckedRequest {
 }
 
 /**
- * Checks a calculation body against the spec: defaults applied, allowed values enforced, and what a
- * later issue brings (filters, aggregations) refused with `not supported yet`. Forecasts and
+ * Checks a calculation body against the spec: defaults applied, allowed values enforced, the filter
+ * parsed (a malformed one is a 400 naming the position of the error). Forecasts and
  * volatility surfaces are checked field by field by calc/. With `portfolio_id`, the portfolio's securities, date, base currency and nlv
  * fill in whatever the body leaves out (a body value wins, so a stored book can be re-dated).
  */
@@ -147,13 +137,20 @@ export async function checkCalculationRequest(
   }
   const portfolio = await portfolioDefaults(db, accountId, body.portfolio_id, body.workspace ?? workspace);
 
-  const filter = body.filter;
-  if (given(filter) && filter !== '') {
-    if (typeof filter !== 'string') throw new InvalidInput('filter must be a filter expression (a string).');
-    throw notSupportedYet('filter', 'a filter expression');
+  let filter: FilterExpression | null = null;
+  if (given(body.filter) && body.filter !== '') {
+    if (typeof body.filter !== 'string') {
+      throw new InvalidInput('filter must be a filter expression (a string).');
+    }
+    const text = body.filter;
+    filter = text.trim() === '' ? null : asInvalidInput(() => parseFilter(text));
   }
-  const aggregation = oneOf(body.aggregation ?? undefined, AGGREGATIONS, 'aggregation', 'position');
-  if (aggregation !== 'position') throw notSupportedYet('aggregation', `aggregation by ${aggregation}`);
+  const aggregation = oneOf<Aggregation>(
+    body.aggregation ?? undefined,
+    AGGREGATIONS,
+    'aggregation',
+    'position',
+  );
   // Python clients send booleans as "True"/"False"; the API's schema allows those forms too.
   const rawDrift = body.drift ?? false;
   const drift =
@@ -260,6 +257,8 @@ export async function checkCalculationRequest(
       correlation_half_life: correlationHalfLife,
     },
     horizon,
+    aggregation,
+    filter,
     shock,
     magnitude,
     confidence,
@@ -371,7 +370,11 @@ export async function runStressTestCalculation(
       options,
     ),
   );
-  const result = prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation));
+  const result = reportStressTest(
+    prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
+    prepared.facts,
+    checked,
+  );
   await audit(db, actor, 'stress_test', checked);
   return result;
 }
@@ -410,10 +413,13 @@ export async function runRiskAttributionCalculation(
       options,
     ),
   );
-  const result =
+  const result = reportRiskAttribution(
     prepared.kind === 'analytic'
       ? prepared.result
-      : prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation));
+      : prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
+    prepared.facts,
+    checked,
+  );
   await audit(db, actor, 'risk_attribution', checked);
   return result;
 }

@@ -401,21 +401,6 @@ describe('calculations', () => {
     expect(res.json()).toEqual({ code: 400, message });
   });
 
-  test.each<[string, object, string]>([
-    ['filter', { filter: "exposure('long')" }, 'filter: a filter expression is not supported yet.'],
-    [
-      'aggregation sector',
-      { aggregation: 'sector' },
-      'aggregation: aggregation by sector is not supported yet.',
-    ],
-  ])('%s → 400 not supported yet, on both endpoints', async (_case, extra, message) => {
-    for (const call of [stress, attribution]) {
-      const res = await call({ ...base, ...extra });
-      expect(res.statusCode).toBe(400);
-      expect(res.json()).toEqual({ code: 400, message });
-    }
-  });
-
   test('the service backends answer the reference model’s numbers: typed bit for bit, threads to 1e-12', async () => {
     const bodies: Array<[string, object]> = [
       ['/v2/calculations/stress_test', { securities: BOOK, date: DATE, magnitude: -0.1 }],

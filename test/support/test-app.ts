@@ -34,7 +34,11 @@ export async function createTestApp(
     healthOfTaskQueue?: string;
     /** Another Temporal frontend, reached lazily (as the API does): it may not be up yet. */
     temporalAddress?: string;
-    /** Load-shedding thresholds (the configuration's defaults otherwise) and its sampling interval. */
+    /**
+     * Load-shedding thresholds and its sampling interval. The event-loop-delay check is off unless a
+     * test asks for it: a suite that builds a second app in the same process blocks the loop while it
+     * compiles, and a loaded CI machine would then see a functional test shed with 503.
+     */
     loadShedding?: Partial<
       Pick<Config, 'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads'>
     >;
@@ -52,6 +56,7 @@ export async function createTestApp(
       logLevel: 'silent',
       trustProxy: false,
       publicUrl: 'http://pas.test',
+      loadShedEventLoopDelayMs: 0,
       ...options.loadShedding,
     },
     ...(options.loadSampleIntervalMs ? { loadSampleIntervalMs: options.loadSampleIntervalMs } : {}),
