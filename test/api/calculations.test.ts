@@ -606,6 +606,37 @@ describe('calculations', () => {
       expect(fx.json()).not.toEqual(usd.json());
     });
 
+    test('a position without a currency takes the securities master’s (§9) and carries its FX risk', async () => {
+      // The price import made PFE's master row; say it is quoted in EUR for this test.
+      const before = (await h.db('securities_master').where({ symbol: 'PFE' }).first('currency')) as {
+        currency: string | null;
+      };
+      await h.db('securities_master').where({ symbol: 'PFE' }).update({ currency: 'EUR' });
+      try {
+        const book = (currency?: string) => ({
+          securities: [
+            ...BOOK.slice(0, 2),
+            { id: 'pfe', symbol: 'PFE', quantity: 50, ...(currency ? { currency } : {}) },
+          ],
+          date: DATE,
+          magnitude: -0.1,
+        });
+        // vol is analytic: the same book gives the same numbers (the simulated measures' seed is the
+        // request's hash, so a spelled-out currency would draw other paths).
+        const fromMaster = await attribution(book());
+        expect(fromMaster.statusCode).toBe(200);
+        expect(fromMaster.json()).toEqual((await attribution(book('EUR'))).json());
+        expect(fromMaster.json()).not.toEqual((await attribution(book('USD'))).json());
+        for (const call of [stress, attribution]) {
+          const grouped = (await call({ ...book(), aggregation: 'currency' })).json();
+          const out = grouped.stress_test ?? grouped.risk_attribution;
+          expect(out.results.map((r: { id: string }) => r.id)).toEqual(['EUR', 'USD']);
+        }
+      } finally {
+        await h.db('securities_master').where({ symbol: 'PFE' }).update({ currency: before.currency });
+      }
+    });
+
     test('a rate shock below −1 (−150 points) is accepted; the same magnitude on a price is not', async () => {
       const rate = await stress({
         securities: BOOK,
