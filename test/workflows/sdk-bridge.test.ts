@@ -247,7 +247,7 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(Number(executed[0]!.count)).toBe(2);
     }, 120_000);
 
-    test('the new parameters (options, surfaces, forecasts, drift, base currency, cash) pass through', async () => {
+    test('the new parameters (options, surfaces, forecasts, drift, base currency, cash, aggregation, filter) pass through', async () => {
       const securities = [
         ...BOOK,
         { id: 'call', symbol: 'AAPL 20230317 C130', quantity: 2 },
@@ -270,14 +270,17 @@ describe('SDK bridge: files, calculations and the journal', () => {
           },
         ],
       };
-      const stressBody = { securities, date: DATE, magnitude: -0.1, ...extra };
-      const attributionBody = { securities, date: DATE, risk_measure: 'cvar', ...extra };
+      const stressBody = { securities, date: DATE, magnitude: -0.1, aggregation: 'security_type', ...extra };
+      // A sold put has a long delta: both options are reported.
+      const filter = "type('equity option long delta')";
+      const attributionBody = { securities, date: DATE, risk_measure: 'cvar', filter, ...extra };
       const result = await run(
         `async function main(args) {
           return {
             stress: await sdk.runStressTest(args.stress),
             attribution: await sdk.runRiskAttribution(args.attribution),
             invalid: await sdk.runRiskAttribution({ ...args.attribution, drift: 'yes' }).catch((e) => e.message),
+            badFilter: await sdk.runStressTest({ ...args.stress, filter: "type('bond')" }).catch((e) => e.message),
           };
         }`,
         scope(),
@@ -287,10 +290,13 @@ describe('SDK bridge: files, calculations and the journal', () => {
       const stress = await call('POST', '/v2/calculations/stress_test', stressBody);
       expect(stress.statusCode).toBe(200);
       expect(result.stress).toEqual(stress.json().stress_test);
-      expect((result.stress as { results: unknown[] }).results).toHaveLength(securities.length);
+      const ids = (out: unknown) => (out as { results: Array<{ id: string }> }).results.map((r) => r.id);
+      expect(ids(result.stress)).toEqual(['CASH', 'EQUITY', 'EQUITY_OPTION']);
       const attribution = await call('POST', '/v2/calculations/risk_attribution', attributionBody);
       expect(result.attribution).toEqual(attribution.json().risk_attribution);
+      expect(ids(result.attribution)).toEqual(['call', 'put']);
       expect(result.invalid).toBe('drift must be true or false.');
+      expect(result.badFilter).toMatch(/^filter: type does not take 'bond' .* at position 6\.$/);
     }, 120_000);
 
     test('a calculation on another workspace’s or account’s portfolio is not found', async () => {
