@@ -117,7 +117,7 @@ const commonFields = {
   sampling: choice(SAMPLINGS, '1 (daily, default) or 5 (weekly, non-overlapping).'),
   aggregation: choice(
     AGGREGATIONS,
-    'Default position (one result per position); otherwise one result per group (calc-methodology §14).',
+    'Default position (one result per position); otherwise one result per group (calc-methodology §14), its id the group label, each the exact sum of its positions, sorted by label with Unclassified (attribute missing) last.',
   ),
   projection: nullable(
     Type.Array(Symbol('A factor security.'), { minItems: 1, maxItems: MAX_PROJECTIONS, uniqueItems: true }),
@@ -127,7 +127,7 @@ const commonFields = {
   correlation_half_life: choice(HALF_LIVES, `Months, default 6: ${HALF_LIVES.join(', ')} (0: no decay).`),
   filter: nullable(
     StorableText({ maxLength: 2000 }),
-    'Filter expression (calc-methodology §15), default null (the whole portfolio). Only matching positions are reported.',
+    "Filter expression (calc-methodology §15), default null (the whole portfolio): calls combined with and, or, not(…) and parentheses, e.g. exposure('long') and not(currency('foreign securities')). Functions: currency('foreign securities'|'domestic securities'), exposure('long'|'short'), type('equity option long delta'|'equity option short delta'|'future option long delta'|'future option short delta'|'foreign equity long'|'foreign equity short'|'us equity long'|'us equity short'|'fx forward'|'fx option long delta'|'fx option short delta'), liquidity('0-5%'|'5-25%'|'25-50%'|'50-100%'|'100-300%'|'>300%'). The calculation runs on the whole portfolio and reports the matching positions (or their groups); no match reports every position. A malformed expression is a 400 naming the position of the error.",
   ),
   forecasts: nullable(
     Type.Array(Forecast, { maxItems: SECURITIES_MAX_WITH_NLV }),
