@@ -373,6 +373,8 @@ describe('webhook triggers', () => {
           logLevel: 'silent',
           trustProxy: false,
           publicUrl: 'http://pas.test',
+          // As in test/support/test-app.ts: a loaded CI machine must not shed a functional test.
+          loadShedEventLoopDelayMs: 0,
         },
         db: h.db,
         workflows: temporalWorkflowRunner(client, 'unused-task-queue'),
