@@ -26,7 +26,10 @@ export interface BodyField {
   nullClears?: boolean;
   /** Set by the service only (a state): never read from a request, stored from `default` on create. */
   readOnly?: boolean;
-  /** Other request keys that carry the same value, the first given one winning (`type` for `instrument_type`). */
+  /**
+   * The request keys that carry the value, the first given one winning (`['type', 'instrument_type']`
+   * for `instrument_type`); default: the field's own name.
+   */
   from?: string[];
   /** The view's value for a record stored before the field existed; default: the `default`. */
   viewDefault?: unknown;
@@ -50,15 +53,52 @@ export interface ResourceKind extends EntityKind {
   updateRequires?: string[];
   /** Fields the view shows beyond the common ones and the body's, such as a report's URL. */
   extraView?(record: EntityRecord): Record<string, unknown>;
+  /** On update, `tags: null` clears the tags (by default null keeps them, as a left-out field does). */
+  nullClearsTags?: boolean;
+  /**
+   * Refuses an update or a delete the kind does not allow (a built-in record, one still referenced),
+   * throwing the domain error. A delete's check runs in the delete's transaction (`db` is it), so a
+   * row it locks stays locked until the record is gone.
+   */
+  guard?(db: Database, actor: Actor, id: string, operation: 'update' | 'delete'): Promise<void>;
 }
 
 const isGiven = (value: unknown) => value !== undefined && value !== null;
 
+/** A symbol is a path segment too, and the router refuses segments over 100 characters. */
+export const SYMBOL_MAX = 64;
+
+/** What a symbol of `prefix` must be, in words (`PRIVATE: followed by …`). */
+export const symbolRule = (prefix: string) =>
+  `${prefix}: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all`;
+
+/**
+ * A client-named kind: the create request names the record by a `symbol` (`PRIVATE:FUND_A`), the
+ * identifier in paths and replies, instead of the service generating an id.
+ */
+export function clientNamed(
+  prefix: string,
+): Pick<ResourceKind, 'idPrefix' | 'idField' | 'symbolPattern' | 'checkSymbol'> {
+  const symbolPattern = new RegExp(`^${prefix}:[A-Z0-9_]*$`);
+  return {
+    idPrefix: null,
+    idField: 'symbol',
+    symbolPattern,
+    checkSymbol(symbol: unknown): string {
+      if (typeof symbol !== 'string' || symbol.length > SYMBOL_MAX || !symbolPattern.test(symbol)) {
+        throw new InvalidInput(`symbol is required: ${symbolRule(prefix)}.`);
+      }
+      return symbol;
+    },
+  };
+}
+
 /** A field's value in a request: its own key, else the first of its other keys that is given. */
 function valueOf(input: ResourceInput, name: string, field: BodyField): unknown {
   if (field.readOnly) return undefined;
-  for (const key of field.from ?? []) if (isGiven(input[key])) return input[key];
-  return input[name];
+  const keys = field.from ?? [name];
+  for (const key of keys) if (isGiven(input[key])) return input[key];
+  return input[keys[keys.length - 1]!];
 }
 
 /** Python clients send None for what they leave unset; a field an update needs must be there. */
@@ -159,6 +199,7 @@ export async function updateResource(
   id: string,
   input: ResourceInput,
 ): Promise<EntityRecord> {
+  await kind.guard?.(db, actor, id, 'update');
   checkUpdateRequires(kind, input);
   checkStorableFields(knownFields(kind, input));
   const changes: Record<string, unknown> = {};
@@ -174,7 +215,7 @@ export async function updateResource(
       // A name left out or null keeps the stored one.
       name: input.name ?? undefined,
       description: input.description,
-      tags: input.tags ?? undefined,
+      tags: kind.nullClearsTags ? input.tags : (input.tags ?? undefined),
       date: input.date,
       body: Object.keys(changes).length > 0 || kind.finish ? body : undefined,
     };
@@ -189,6 +230,12 @@ export async function deleteResource(
   id: string,
   workspace: unknown,
 ): Promise<Record<string, string | boolean>> {
-  const record = await deleteEntity(db, actor, kind, id, workspace);
+  const guard = kind.guard;
+  const record = guard
+    ? await db.transaction(async (trx) => {
+        await guard(trx, actor, id, 'delete');
+        return deleteEntity(trx, actor, kind, id, workspace);
+      })
+    : await deleteEntity(db, actor, kind, id, workspace);
   return { deleted: true, [kind.idField]: record.id, name: record.name };
 }
