@@ -27,12 +27,7 @@ import {
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
 import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
-import {
-  createPrivateSecurity,
-  deletePrivateSecurity,
-  PRIVATE_SECURITY,
-  updatePrivateSecurity,
-} from '../../engine/private-securities/private-security-store';
+import { PRIVATE_SECURITY } from '../../engine/private-securities/private-security-store';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
@@ -228,14 +223,7 @@ const RESOURCES: Resource[] = [
     update: (s, symbol, fields) => updateCustomIndex(s.db, s.actor, symbol, fields),
     remove: (s, symbol) => deleteCustomIndex(s.db, s.actor, symbol),
   },
-  {
-    singular: 'PrivateSecurity',
-    plural: 'PrivateSecurities',
-    kind: () => PRIVATE_SECURITY,
-    create: (s, fields) => createPrivateSecurity(s.db, s.actor, fields),
-    update: (s, symbol, fields) => updatePrivateSecurity(s.db, s.actor, symbol, fields),
-    remove: (s, symbol) => deletePrivateSecurity(s.db, s.actor, symbol),
-  },
+  declared('PrivateSecurity', 'PrivateSecurities', PRIVATE_SECURITY),
 ];
 
 function resourceFunctions(resource: Resource): Record<string, SdkFunction> {
