@@ -9,6 +9,7 @@ import {
   type EntityRecord,
   updateEntity,
 } from './entity-store';
+import { checkName } from './entity-fields';
 import { checkStorableFields } from './storable-json';
 
 /**
@@ -104,6 +105,10 @@ function valueOf(input: ResourceInput, name: string, field: BodyField): unknown 
 /** Python clients send None for what they leave unset; a field an update needs must be there. */
 function checkUpdateRequires(kind: ResourceKind, input: ResourceInput) {
   for (const name of kind.updateRequires ?? []) {
+    if (name === 'name') {
+      checkName(input.name);
+      continue;
+    }
     const field = kind.fields[name];
     const value = field ? valueOf(input, name, field) : input[name];
     if (!isGiven(value)) throw new InvalidInput(field?.required ?? `${name} is required.`);

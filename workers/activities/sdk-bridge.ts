@@ -4,12 +4,7 @@ import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
-import {
-  CUSTOM_INDEX,
-  createCustomIndex,
-  deleteCustomIndex,
-  updateCustomIndex,
-} from '../../engine/custom-indexes/custom-index-store';
+import { CUSTOM_INDEX } from '../../engine/custom-indexes/custom-index-store';
 import type { Database } from '../../engine/db/database';
 import { DATASTORE } from '../../engine/datastores/datastore-store';
 import {
@@ -215,14 +210,7 @@ const RESOURCES: Resource[] = [
     update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, fields)),
     remove: (s, id) => deleteFile(s.db, s.actor, id, s.workspace),
   },
-  {
-    singular: 'CustomIndex',
-    plural: 'CustomIndexes',
-    kind: () => CUSTOM_INDEX,
-    create: (s, fields) => createCustomIndex(s.db, s.actor, fields),
-    update: (s, symbol, fields) => updateCustomIndex(s.db, s.actor, symbol, fields),
-    remove: (s, symbol) => deleteCustomIndex(s.db, s.actor, symbol),
-  },
+  declared('CustomIndex', 'CustomIndexes', CUSTOM_INDEX),
   declared('PrivateSecurity', 'PrivateSecurities', PRIVATE_SECURITY),
 ];
 
