@@ -160,14 +160,12 @@ function knownFields(kind: ResourceKind, input: ResourceInput): Record<string, u
   return known;
 }
 
-export async function createResource(
-  db: Database,
-  actor: Actor,
-  kind: ResourceKind,
-  input: ResourceInput,
-): Promise<EntityRecord> {
-  const symbol = kind.checkSymbol?.(input.symbol);
-  checkStorableFields(knownFields(kind, input));
+/**
+ * A create request's body for `kind`: each field checked, or its default where the request leaves
+ * it out (or null); `given` names the fields the request set. The rules across fields (`finish`)
+ * are the caller's to run.
+ */
+export function newBody(kind: ResourceKind, input: ResourceInput) {
   const body: Record<string, unknown> = {};
   const given = new Set<string>();
   for (const [name, field] of Object.entries(kind.fields)) {
@@ -181,6 +179,18 @@ export async function createResource(
       throw new InvalidInput(field.required ?? `${name} is required.`);
     }
   }
+  return { body, given };
+}
+
+export async function createResource(
+  db: Database,
+  actor: Actor,
+  kind: ResourceKind,
+  input: ResourceInput,
+): Promise<EntityRecord> {
+  const symbol = kind.checkSymbol?.(input.symbol);
+  checkStorableFields(knownFields(kind, input));
+  const { body, given } = newBody(kind, input);
   await kind.finish?.(body, { db, given });
   return createEntity(db, actor, kind, {
     ...(symbol === undefined ? {} : { id: symbol }),
