@@ -64,6 +64,14 @@ const properties = {
 const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
   Type.Union([schema, Type.Null()], options);
 const { memoryLimitMb, timeoutSeconds } = TEMPLATE_LIMIT_BOUNDS;
+/** A template's own sandbox limit: a whole number within its bounds, or null for the service's default. */
+const SandboxLimit = (bounds: { min: number; max: number }, description: string) =>
+  Type.Optional(
+    OrNull(Type.Integer({ minimum: bounds.min, maximum: bounds.max }), {
+      'x-rule': `a whole number from ${bounds.min} to ${bounds.max}, or null for the service's default`,
+      description,
+    }),
+  );
 const Script = Type.String({
   minLength: 1,
   pattern: '[^\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]',
@@ -98,25 +106,19 @@ const fields = {
   ),
   script: Type.Optional(OrNull(Script)),
   script_source: Type.Optional(OrNull(Script, { description: 'Accepted in place of script; script wins.' })),
-  memory_limit_mb: Type.Optional(
-    OrNull(Type.Integer({ minimum: memoryLimitMb.min, maximum: memoryLimitMb.max }), {
-      'x-rule': `a whole number from ${memoryLimitMb.min} to ${memoryLimitMb.max}, or null for the service's default`,
-      description:
-        `Extension: whole MB from ${memoryLimitMb.min} to ${memoryLimitMb.max}, ` +
-        'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
-        'configured). The worker process may cap it lower.',
-    }),
+  memory_limit_mb: SandboxLimit(
+    memoryLimitMb,
+    `Extension: whole MB from ${memoryLimitMb.min} to ${memoryLimitMb.max}, ` +
+      'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
+      'configured). The worker process may cap it lower.',
   ),
-  timeout_seconds: Type.Optional(
-    OrNull(Type.Integer({ minimum: timeoutSeconds.min, maximum: timeoutSeconds.max }), {
-      'x-rule': `a whole number from ${timeoutSeconds.min} to ${timeoutSeconds.max}, or null for the service's default`,
-      description:
-        `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
-        'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
-        `default (30 s unless configured). A template allowed at most ${LOCAL_STEP_MAX_SECONDS} s runs its ` +
-        'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
-        'as regular activities with heartbeats.',
-    }),
+  timeout_seconds: SandboxLimit(
+    timeoutSeconds,
+    `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
+      'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
+      `default (30 s unless configured). A template allowed at most ${LOCAL_STEP_MAX_SECONDS} s runs its ` +
+      'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
+      'as regular activities with heartbeats.',
   ),
   form_inputs: Type.Optional(
     OrNull(
