@@ -66,6 +66,14 @@ export interface ResourceKind extends EntityKind {
 
 const isGiven = (value: unknown) => value !== undefined && value !== null;
 
+/** A field's check: a JSON object (neither an array nor null), else `message`. */
+export function jsonObject(message: string): (value: unknown) => Record<string, unknown> {
+  return (value) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInput(message);
+    return value as Record<string, unknown>;
+  };
+}
+
 /** A symbol is a path segment too, and the router refuses segments over 100 characters. */
 export const SYMBOL_MAX = 64;
 

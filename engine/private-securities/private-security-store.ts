@@ -1,4 +1,4 @@
-import { clientNamed, resourceKind } from '../entities/resource-kind';
+import { clientNamed, jsonObject, resourceKind } from '../entities/resource-kind';
 import { InvalidInput } from '../errors';
 import { checkCurrency } from '../portfolios/security-positions';
 
@@ -6,18 +6,12 @@ import { checkCurrency } from '../portfolios/security-positions';
 const INSTRUMENT_TYPE = /^[A-Z][A-Z0-9_]{0,49}$/;
 const INSTRUMENT_TYPE_REQUIRED =
   'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.';
+const DATA_REQUIRED = 'data is required: a JSON object (possibly empty).';
 
 function checkInstrumentType(value: unknown): string {
   if (typeof value !== 'string' || !INSTRUMENT_TYPE.test(value))
     throw new InvalidInput(INSTRUMENT_TYPE_REQUIRED);
   return value;
-}
-
-function checkData(value: unknown): Record<string, unknown> {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) {
-    throw new InvalidInput('data is required: a JSON object (possibly empty).');
-  }
-  return value as Record<string, unknown>;
 }
 
 /**
@@ -43,8 +37,8 @@ export const PRIVATE_SECURITY = resourceKind({
     },
     currency: { default: () => 'USD', check: (value) => checkCurrency(value, 'currency') },
     data: {
-      check: checkData,
-      required: 'data is required: a JSON object (possibly empty).',
+      check: jsonObject(DATA_REQUIRED),
+      required: DATA_REQUIRED,
       viewDefault: {},
     },
   },

@@ -1,4 +1,4 @@
-import { resourceKind } from '../entities/resource-kind';
+import { jsonObject, resourceKind } from '../entities/resource-kind';
 import { InvalidInput } from '../errors';
 
 export const ENV_VARS_MAX = 100;
@@ -6,19 +6,9 @@ export const ENV_VAR_VALUE_MAX = 32 * 1024;
 /** The shape of a process environment variable name, so apps can export them unchanged. */
 const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
-function checkData(value: unknown): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidInput('data must be a JSON object.');
-  }
-  return value as Record<string, unknown>;
-}
-
 /** Error messages name the variable, never its value: the value is a secret. */
 function checkEnvVars(value: unknown): Record<string, string> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidInput('env_vars must be an object of names to string values.');
-  }
-  const entries = Object.entries(value);
+  const entries = Object.entries(jsonObject('env_vars must be an object of names to string values.')(value));
   if (entries.length > ENV_VARS_MAX) {
     throw new InvalidInput(`env_vars holds at most ${ENV_VARS_MAX} variables, got ${entries.length}.`);
   }
@@ -53,7 +43,7 @@ export const USER_APP = resourceKind({
   listOmit: ['data', 'env_vars'],
   nullClearsTags: true,
   fields: {
-    data: { default: () => ({}), check: checkData },
+    data: { default: () => ({}), check: jsonObject('data must be a JSON object.') },
     env_vars: { default: () => ({}), check: checkEnvVars },
   },
 });
