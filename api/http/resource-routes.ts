@@ -56,21 +56,37 @@ export interface ResourceRoutes {
   updateRequired?: string[];
   /** Fields accepted and ignored (sent by clients, meaningless for this kind). */
   ignored?: TProperties;
+  /**
+   * Per CRUD route: `false` leaves the route out (a kind that is never updated); otherwise the
+   * route's own summary and description in place of the generic ones, and the statuses it may
+   * answer beyond the generic ones (403 for a read-only record, 409 for a referenced one).
+   */
+  operations?: Partial<Record<Operation, false | OperationDoc>>;
+}
+
+export type Operation = 'create' | 'list' | 'retrieve' | 'update' | 'delete';
+export interface OperationDoc {
+  summary?: string;
+  description?: string;
+  errors?: number[];
 }
 
 /** An account-wide kind takes `workspace` as every route does, and ignores it. */
+const ignoredWorkspaceText = (plural: string) =>
+  `Accepted and ignored: ${plural.replace(/_/g, ' ')} belong to the account, alike from every workspace.`;
 const IgnoredWorkspace = (plural: string) =>
-  Type.Optional(
-    Type.String({
-      description: `Accepted and ignored: ${plural.replace(/_/g, ' ')} belong to the account, alike from every workspace.`,
-    }),
-  );
+  Type.Optional(Type.String({ description: ignoredWorkspaceText(plural) }));
+/** In a body, whatever it holds. */
+const IgnoredBodyWorkspace = (plural: string) =>
+  Type.Optional(Type.Unknown({ description: ignoredWorkspaceText(plural) }));
 
 export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<{ db: Database }> {
   const { kind, path, key, plural, tag, title } = spec;
   const workspaceBound = kind.scope === 'workspace';
   const properties: TProperties = {
-    id: Type.String(),
+    [kind.idField]: kind.symbolPattern
+      ? Type.String({ description: `The identifier. Matches ${kind.symbolPattern.source}.` })
+      : Type.String(),
     name: Type.String(),
     description: Nullable(Type.String()),
     tags: Type.Array(Type.String()),
@@ -102,7 +118,7 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
     ...spec.fields,
     ...(omitted ? { [omitted.flag]: Type.Optional(LooseBoolean) } : {}),
     ...spec.ignored,
-    workspace: workspaceBound ? WorkspaceParam : IgnoredWorkspace(plural),
+    workspace: workspaceBound ? WorkspaceParam : IgnoredBodyWorkspace(plural),
   };
   const Create = Type.Object(
     { ...(spec.symbol ? { symbol: spec.symbol } : {}), ...bodyFields },
@@ -133,9 +149,28 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
   const config = { auditEntity: kind.entityType };
   const tags = [tag];
   const suffix = spec.extension ? ' (Extension)' : '';
-  const description = spec.extension;
   const noun = kind.noun;
   const omitNote = kind.listOmit.length > 0 ? ` (without ${kind.listOmit.join(', ')})` : '';
+  const optionalNote = updateRequired.length > 0 ? '' : ' (every field optional)';
+  const generic: Record<Operation, Required<Pick<OperationDoc, 'summary' | 'errors'>>> = {
+    // A client-named kind's create meets the names already taken.
+    create: { summary: `Create a ${noun}${suffix}`, errors: spec.symbol ? [409] : [] },
+    list: { summary: `List ${plural.replace(/_/g, ' ')}${omitNote}, most recent first${suffix}`, errors: [] },
+    retrieve: { summary: `Retrieve a ${noun}${suffix}`, errors: [404] },
+    update: { summary: `Update a ${noun}${optionalNote}${suffix}`, errors: [404] },
+    delete: { summary: `Delete a ${noun}${suffix}`, errors: [404] },
+  };
+  const routeDoc = (operation: Operation) => {
+    const own = spec.operations?.[operation] || {};
+    return {
+      tags,
+      summary: own.summary ?? generic[operation].summary,
+      description: own.description ?? spec.extension,
+    };
+  };
+  const errors = (operation: Operation) =>
+    errorResponses(...generic[operation].errors, ...((spec.operations?.[operation] || {}).errors ?? []));
+  const routed = (operation: Operation) => spec.operations?.[operation] !== false;
   const workspaceOf = (body: { workspace?: unknown }, query: { workspace?: unknown }) =>
     workspaceBound ? (body.workspace ?? query.workspace) : undefined;
 
@@ -144,130 +179,125 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
     app.addSchema(View);
     if (Created !== View) app.addSchema(Created);
 
-    app.post(
-      path,
-      {
-        config,
-        schema: {
-          tags,
-          summary: `Create a ${noun}${suffix}`,
-          description,
-          body: Create,
-          querystring: Query,
-          response: { 200: Type.Object({ [key]: Type.Ref(Created.$id!) }), ...errorResponses(400) },
-        },
-      },
-      async (request) => {
-        const body = request.body as Record<string, unknown>;
-        const query = request.query as Record<string, unknown>;
-        const record = await createResource(db, request.actor, kind, {
-          ...body,
-          workspace: workspaceOf(body, query),
-        });
-        const view = kind.view(record);
-        if (omitted && !looseBoolean(body[omitted.flag] as boolean | string | undefined, true)) {
-          delete view[omitted.field];
-        }
-        return { [key]: view };
-      },
-    );
-
-    app.get(
-      path,
-      {
-        config,
-        schema: {
-          tags,
-          summary: `List ${plural.replace(/_/g, ' ')}${omitNote}, most recent first${suffix}`,
-          description,
-          querystring: ListQuery,
-          response: { 200: listReply(plural, View), ...errorResponses(400) },
-        },
-      },
-      async (request) => {
-        const { items, next_page_token } = await listEntities(
-          db,
-          request.actor,
-          kind,
-          listRequest(request.query),
-        );
-        return { [plural]: items, next_page_token };
-      },
-    );
-
-    app.get(
-      `${path}/:id`,
-      {
-        config,
-        schema: {
-          tags,
-          summary: `Retrieve a ${noun}${suffix}`,
-          description,
-          params: IdParam,
-          querystring: Query,
-          response: { 200: Reply, ...errorResponses(400, 404) },
-        },
-      },
-      async (request) => {
-        const { id } = request.params as { id: string };
-        const query = request.query as { workspace?: string };
-        return { [key]: kind.view(await viewEntity(db, request.actor, kind, id, query.workspace)) };
-      },
-    );
-
-    app.put(
-      `${path}/:id`,
-      {
-        config,
-        schema: {
-          tags,
-          summary: `Update a ${noun} (every field optional)${suffix}`,
-          description,
-          params: IdParam,
-          body: Update,
-          querystring: Query,
-          response: { 200: Reply, ...errorResponses(400, 404) },
-        },
-      },
-      async (request) => {
-        const { id } = request.params as { id: string };
-        const body = request.body as Record<string, unknown>;
-        const query = request.query as Record<string, unknown>;
-        const record = await updateResource(db, request.actor, kind, id, {
-          ...body,
-          workspace: workspaceOf(body, query),
-        });
-        return { [key]: kind.view(record) };
-      },
-    );
-
-    app.delete(
-      `${path}/:id`,
-      {
-        config,
-        schema: {
-          tags,
-          summary: `Delete a ${noun}${suffix}`,
-          description,
-          params: IdParam,
-          querystring: Query,
-          response: {
-            200: Type.Object({
-              [key]: Type.Object({
-                deleted: Type.Boolean(),
-                [kind.idField]: Type.String(),
-                name: Type.String(),
-              }),
-            }),
-            ...errorResponses(400, 404),
+    if (routed('create'))
+      app.post(
+        path,
+        {
+          config,
+          schema: {
+            ...routeDoc('create'),
+            body: Create,
+            querystring: Query,
+            response: { 200: Type.Object({ [key]: Type.Ref(Created.$id!) }), ...errors('create') },
           },
         },
-      },
-      async (request) => {
-        const { id } = request.params as { id: string };
-        const query = request.query as { workspace?: string };
-        return { [key]: await deleteResource(db, request.actor, kind, id, query.workspace) };
-      },
-    );
+        async (request) => {
+          const body = request.body as Record<string, unknown>;
+          const query = request.query as Record<string, unknown>;
+          const record = await createResource(db, request.actor, kind, {
+            ...body,
+            workspace: workspaceOf(body, query),
+          });
+          const view = kind.view(record);
+          if (omitted && !looseBoolean(body[omitted.flag] as boolean | string | undefined, true)) {
+            delete view[omitted.field];
+          }
+          return { [key]: view };
+        },
+      );
+
+    if (routed('list'))
+      app.get(
+        path,
+        {
+          config,
+          schema: {
+            ...routeDoc('list'),
+            querystring: ListQuery,
+            response: { 200: listReply(plural, View), ...errors('list') },
+          },
+        },
+        async (request) => {
+          const { items, next_page_token } = await listEntities(
+            db,
+            request.actor,
+            kind,
+            listRequest(request.query),
+          );
+          return { [plural]: items, next_page_token };
+        },
+      );
+
+    if (routed('retrieve'))
+      app.get(
+        `${path}/:id`,
+        {
+          config,
+          schema: {
+            ...routeDoc('retrieve'),
+            params: IdParam,
+            querystring: Query,
+            response: { 200: Reply, ...errors('retrieve') },
+          },
+        },
+        async (request) => {
+          const { id } = request.params as { id: string };
+          const query = request.query as { workspace?: string };
+          return { [key]: kind.view(await viewEntity(db, request.actor, kind, id, query.workspace)) };
+        },
+      );
+
+    if (routed('update'))
+      app.put(
+        `${path}/:id`,
+        {
+          config,
+          schema: {
+            ...routeDoc('update'),
+            params: IdParam,
+            body: Update,
+            querystring: Query,
+            response: { 200: Reply, ...errors('update') },
+          },
+        },
+        async (request) => {
+          const { id } = request.params as { id: string };
+          const body = request.body as Record<string, unknown>;
+          const query = request.query as Record<string, unknown>;
+          const record = await updateResource(db, request.actor, kind, id, {
+            ...body,
+            workspace: workspaceOf(body, query),
+          });
+          return { [key]: kind.view(record) };
+        },
+      );
+
+    if (routed('delete'))
+      app.delete(
+        `${path}/:id`,
+        {
+          config,
+          schema: {
+            ...routeDoc('delete'),
+            params: IdParam,
+            querystring: Query,
+            response: {
+              200: Type.Object({
+                [key]: Type.Object({
+                  deleted: Type.Boolean(),
+                  [kind.idField]: Type.String(),
+                  name: Type.String(),
+                }),
+              }),
+              ...errors('delete'),
+            },
+          },
+        },
+        async (request) => {
+          const { id } = request.params as { id: string };
+          const query = request.query as { workspace?: string };
+          return { [key]: await deleteResource(db, request.actor, kind, id, query.workspace) };
+        },
+      );
   };
 }

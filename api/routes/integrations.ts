@@ -2,22 +2,29 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../engine/db/database';
-import { listEntities, viewEntity } from '../../engine/entities/entity-store';
 import { InvalidInput } from '../../engine/errors';
 import { INTEGRATION } from '../../engine/integrations/integration-kind';
-import { createIntegration, deleteIntegration } from '../../engine/integrations/integration-store';
 import { receiveWebhook } from '../../engine/integrations/webhook-receiver';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
-import { Description, IdParams, Name, Tags } from '../schemas/fields';
-import { errorResponses, Timestamp } from '../schemas/common';
-import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
+import { resourceRoutes } from '../http/resource-routes';
+import { errorResponses } from '../schemas/common';
+import { Nullable } from '../schemas/entity-lists';
 
-const Integration = Type.Object(
-  {
+const EXTENSION =
+  'Extension: the interface has no way to manage integrations. Integrations are account-scoped: ' +
+  'seen from every workspace, and a workflow of any workspace may be triggered by one; `workspace` is ignored.';
+
+/** Integrations (an extension): created, read and deleted, never updated; and their webhook. */
+const integrationCrud = resourceRoutes({
+  kind: INTEGRATION,
+  path: '/integrations',
+  key: 'integration',
+  plural: 'integrations',
+  tag: 'Integrations',
+  title: 'Integration',
+  extension: EXTENSION,
+  properties: {
     id: Type.String({ description: 'intg_ plus 25 letters or digits.' }),
-    name: Type.String(),
-    description: Nullable(Type.String()),
-    tags: Type.Array(Type.String()),
     type: Type.String({ description: 'WEBHOOK (the only type for now).' }),
     webhook_path: Nullable(
       Type.String({
@@ -26,116 +33,33 @@ const Integration = Type.Object(
           'header, or append ?key=<AUTH_TOKEN> (that URL is then a secret).',
       }),
     ),
-    created: Timestamp,
-    updated: Timestamp,
-    version: Type.String(),
   },
-  { $id: 'Integration', title: 'Integration' },
-);
-
-const IntegrationBody = Type.Object({
-  name: Name,
-  description: Type.Optional(Type.Union([Description, Type.Null()])),
-  tags: Type.Optional(Tags),
-  type: Type.Union([Type.Literal('WEBHOOK')], {
-    'x-rule': 'one of WEBHOOK',
-    description: 'WEBHOOK (the only type for now).',
-  }),
+  fields: {
+    type: Type.Union([Type.Literal('WEBHOOK')], {
+      'x-rule': 'one of WEBHOOK',
+      description: 'WEBHOOK (the only type for now).',
+    }),
+  },
+  operations: {
+    create: { summary: 'Create an integration (extension)' },
+    list: { summary: 'List integrations, most recent first (extension)' },
+    retrieve: { summary: 'Retrieve an integration (extension)' },
+    update: false,
+    delete: {
+      summary: 'Delete an integration and its stored payloads (extension)',
+      description:
+        EXTENSION +
+        ' Refused with 409 while a workflow (enabled or not) has a FILE_RECEIVED trigger naming it.',
+      errors: [409],
+    },
+  },
 });
-
-const IdParam = IdParams('integration');
-const IntegrationReply = Type.Object({ integration: Type.Ref('Integration') });
-const tags = ['Integrations'];
-const config = { auditEntity: 'Integration' } as const;
-const EXTENSION =
-  'Extension: the interface has no way to manage integrations. Integrations are account-scoped: ' +
-  'seen from every workspace, and a workflow of any workspace may be triggered by one; `workspace` is ignored.';
 
 const integrationRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }> = async (
   app,
   { db, workflows },
 ) => {
-  app.addSchema(Integration);
-
-  app.post(
-    '/integrations',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Create an integration (extension)',
-        description: EXTENSION,
-        body: IntegrationBody,
-        response: { 200: IntegrationReply, ...errorResponses(400) },
-      },
-    },
-    async (request) => ({
-      integration: INTEGRATION.view(await createIntegration(db, request.actor, request.body)),
-    }),
-  );
-
-  app.get(
-    '/integrations',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'List integrations, most recent first (extension)',
-        description: EXTENSION,
-        querystring: listQuerystring(false),
-        response: { 200: listReply('integrations', Integration), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { items, next_page_token } = await listEntities(
-        db,
-        request.actor,
-        INTEGRATION,
-        listRequest(request.query),
-      );
-      return { integrations: items, next_page_token };
-    },
-  );
-
-  app.get(
-    '/integrations/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Retrieve an integration (extension)',
-        description: EXTENSION,
-        params: IdParam,
-        response: { 200: IntegrationReply, ...errorResponses(400, 404) },
-      },
-    },
-    async (request) => ({
-      integration: INTEGRATION.view(await viewEntity(db, request.actor, INTEGRATION, request.params.id)),
-    }),
-  );
-
-  app.delete(
-    '/integrations/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Delete an integration and its stored payloads (extension)',
-        description:
-          EXTENSION +
-          ' Refused with 409 while a workflow (enabled or not) has a FILE_RECEIVED trigger naming it.',
-        params: IdParam,
-        response: {
-          200: Type.Object({
-            integration: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
-          }),
-          ...errorResponses(400, 404, 409),
-        },
-      },
-    },
-    async (request) => ({ integration: await deleteIntegration(db, request.actor, request.params.id) }),
-  );
-
+  await integrationCrud(app, { db });
   await app.register(webhookRoute, { db, workflows });
 };
 
@@ -172,7 +96,7 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
     {
       config: { auth: 'webhook', auditEntity: 'Integration' },
       schema: {
-        tags,
+        tags: ['Integrations'],
         summary: 'Post a payload to a webhook integration',
         description:
           'Stores the JSON object exactly as sent and starts every enabled workflow whose FILE_RECEIVED ' +

@@ -1,21 +1,15 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../engine/db/database';
-import { listEntities, viewEntity } from '../../engine/entities/entity-store';
 import { LOCAL_STEP_MAX_SECONDS } from '../../engine/workflows/local-steps';
 import {
-  createWorkerTemplate,
-  deleteWorkerTemplate,
   FORM_INPUTS_MAX,
   SCRIPT_MAX_BYTES,
   TEMPLATE_LIMIT_BOUNDS,
-  updateWorkerTemplate,
   WORKER_TEMPLATE,
   WORKER_TEMPLATE_TYPES,
 } from '../../engine/worker-templates/worker-template-store';
-import { Description, IdParams, Name, Tags } from '../schemas/fields';
-import { errorResponses, Timestamp } from '../schemas/common';
-import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
+import { resourceRoutes } from '../http/resource-routes';
+import { Name } from '../schemas/fields';
+import { Nullable } from '../schemas/entity-lists';
 
 const FormInput = Type.Object(
   {
@@ -33,62 +27,58 @@ const FormInput = Type.Object(
   },
 );
 
-const WorkerTemplate = Type.Object(
-  {
-    id: Type.String({ description: 'Prefix wtpl_.' }),
-    name: Type.String(),
-    description: Nullable(Type.String()),
-    tags: Type.Array(Type.String()),
-    category: Nullable(Type.String()),
-    visible: Type.Boolean(),
-    type: Type.Union(
-      ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
-    ),
-    script_runtime: Type.Union([Type.Literal('javascript'), Type.Literal('typescript')]),
-    script_entry_point: Type.String(),
-    run_locally: Type.Boolean({ description: 'Always true: scripts run in the sandbox of the service.' }),
-    container_status: Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('ERROR')]),
-    memory_limit_mb: Nullable(
-      Type.Integer({
-        description:
-          'Extension: the memory limit of the sandbox the script runs in, in MB; null: the service default.',
-      }),
-    ),
-    timeout_seconds: Nullable(
-      Type.Integer({
-        description:
-          'Extension: the time limit of one run of the script, in seconds; null: the service default.',
-      }),
-    ),
-    builtin: Type.Boolean({
+const properties = {
+  id: Type.String({ description: 'Prefix wtpl_.' }),
+  category: Nullable(Type.String()),
+  visible: Type.Boolean(),
+  type: Type.Union(
+    ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
+  ),
+  script_runtime: Type.Union([Type.Literal('javascript'), Type.Literal('typescript')]),
+  script_entry_point: Type.String(),
+  run_locally: Type.Boolean({ description: 'Always true: scripts run in the sandbox of the service.' }),
+  container_status: Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('ERROR')]),
+  memory_limit_mb: Nullable(
+    Type.Integer({
       description:
-        'Extension: true for the templates the service ships (visible to every account, read-only, with ' +
-        'the same id in every installation).',
+        'Extension: the memory limit of the sandbox the script runs in, in MB; null: the service default.',
     }),
-    form_inputs: Type.Array(Type.Ref('FormInput'), { description: 'Only on retrieve.' }),
-    script: Type.String({ description: 'The source text. Only on retrieve.' }),
-    created: Timestamp,
-    updated: Timestamp,
-    version: Type.String(),
-  },
-  { $id: 'WorkerTemplate', title: 'WorkerTemplate' },
-);
+  ),
+  timeout_seconds: Nullable(
+    Type.Integer({
+      description:
+        'Extension: the time limit of one run of the script, in seconds; null: the service default.',
+    }),
+  ),
+  builtin: Type.Boolean({
+    description:
+      'Extension: true for the templates the service ships (visible to every account, read-only, with ' +
+      'the same id in every installation).',
+  }),
+  form_inputs: Type.Array(Type.Ref('FormInput'), { description: 'Only on retrieve.' }),
+  script: Type.String({ description: 'The source text. Only on retrieve.' }),
+};
 
 // Python clients send None for every argument left unset: null means "not given" here. Left to the
 // engine: the script's size in bytes, TypeScript that does not compile, distinct form input keys.
 const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
   Type.Union([schema, Type.Null()], options);
 const { memoryLimitMb, timeoutSeconds } = TEMPLATE_LIMIT_BOUNDS;
+/** A template's own sandbox limit: a whole number within its bounds, or null for the service's default. */
+const SandboxLimit = (bounds: { min: number; max: number }, description: string) =>
+  Type.Optional(
+    OrNull(Type.Integer({ minimum: bounds.min, maximum: bounds.max }), {
+      'x-rule': `a whole number from ${bounds.min} to ${bounds.max}, or null for the service's default`,
+      description,
+    }),
+  );
 const Script = Type.String({
   minLength: 1,
   pattern: '[^\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]',
   'x-rule': 'the source text of the worker, a non-empty string',
   description: `Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
 });
-const publishFields = {
-  name: Name,
-  description: Type.Optional(OrNull(Description)),
-  tags: Type.Optional(Tags),
+const fields = {
   category: Type.Optional(OrNull(Type.String({ maxLength: 200 }), { description: 'Default null.' })),
   visible: Type.Optional(OrNull(Type.Boolean(), { description: 'Default true.' })),
   type: Type.Optional(
@@ -116,25 +106,19 @@ const publishFields = {
   ),
   script: Type.Optional(OrNull(Script)),
   script_source: Type.Optional(OrNull(Script, { description: 'Accepted in place of script; script wins.' })),
-  memory_limit_mb: Type.Optional(
-    OrNull(Type.Integer({ minimum: memoryLimitMb.min, maximum: memoryLimitMb.max }), {
-      'x-rule': `a whole number from ${memoryLimitMb.min} to ${memoryLimitMb.max}, or null for the service's default`,
-      description:
-        `Extension: whole MB from ${memoryLimitMb.min} to ${memoryLimitMb.max}, ` +
-        'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
-        'configured). The worker process may cap it lower.',
-    }),
+  memory_limit_mb: SandboxLimit(
+    memoryLimitMb,
+    `Extension: whole MB from ${memoryLimitMb.min} to ${memoryLimitMb.max}, ` +
+      'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
+      'configured). The worker process may cap it lower.',
   ),
-  timeout_seconds: Type.Optional(
-    OrNull(Type.Integer({ minimum: timeoutSeconds.min, maximum: timeoutSeconds.max }), {
-      'x-rule': `a whole number from ${timeoutSeconds.min} to ${timeoutSeconds.max}, or null for the service's default`,
-      description:
-        `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
-        'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
-        `default (30 s unless configured). A template allowed at most ${LOCAL_STEP_MAX_SECONDS} s runs its ` +
-        'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
-        'as regular activities with heartbeats.',
-    }),
+  timeout_seconds: SandboxLimit(
+    timeoutSeconds,
+    `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
+      'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
+      `default (30 s unless configured). A template allowed at most ${LOCAL_STEP_MAX_SECONDS} s runs its ` +
+      'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
+      'as regular activities with heartbeats.',
   ),
   form_inputs: Type.Optional(
     OrNull(
@@ -151,139 +135,51 @@ const publishFields = {
     ),
   ),
 };
-// The script is required on create, as `script` or `script_source`.
-const PublishCreate = Type.Object(publishFields, {
-  'x-message': 'script is required: the source text of the worker, a non-empty string.',
-  anyOf: [
-    { required: ['script'], properties: { script: { type: 'string' } } },
-    { required: ['script_source'], properties: { script_source: { type: 'string' } } },
-  ],
+/** Worker templates (publishing is an extension): the account's own and the service's built-in ones. */
+export default resourceRoutes({
+  kind: WORKER_TEMPLATE,
+  path: '/worker_templates',
+  key: 'worker_template',
+  plural: 'worker_templates',
+  tag: 'Worker templates',
+  title: 'WorkerTemplate',
+  schemas: [FormInput],
+  properties,
+  fields,
+  // The script is required on create, as `script` or `script_source`.
+  createOptions: {
+    'x-message': 'script is required: the source text of the worker, a non-empty string.',
+    anyOf: [
+      { required: ['script'], properties: { script: { type: 'string' } } },
+      { required: ['script_source'], properties: { script_source: { type: 'string' } } },
+    ],
+  },
+  updateFields: { name: OrNull(Name) },
+  operations: {
+    create: {
+      summary: 'Publish a worker template (extension)',
+      description:
+        'Extension: the interface has worker templates read-only; the publishing tools of the hosted product ' +
+        'create them here. Unknown keys (icon, ports, form_outputs, …) are ignored.',
+    },
+    list: {
+      summary: 'List worker templates (without form_inputs and script), most recent first',
+      description: "The account's own templates and the service's built-in ones (builtin: true).",
+    },
+    retrieve: { summary: 'Retrieve a worker template, with form_inputs and script' },
+    update: {
+      summary: 'Republish a worker template (extension)',
+      description:
+        'Extension: every field optional; fields left out (or null) keep their values (a null ' +
+        'memory_limit_mb or timeout_seconds returns to the default). The version increases. Built-in ' +
+        'templates are read-only: 403.',
+      errors: [403],
+    },
+    delete: {
+      summary: 'Delete a worker template (extension)',
+      description:
+        'Extension: the interface has worker templates read-only. Built-in templates cannot be deleted: 403.',
+      errors: [403],
+    },
+  },
 });
-const PublishUpdate = Type.Partial(Type.Object({ ...publishFields, name: OrNull(Name) }), {
-  description: 'Every field optional; null keeps the stored value.',
-});
-
-const IgnoredWorkspace = Type.Optional(
-  Type.String({ description: 'Accepted and ignored: worker templates belong to the account.' }),
-);
-const IdParam = IdParams('workerTemplate');
-const WorkspaceQuery = Type.Object({ workspace: IgnoredWorkspace });
-const ListQuery = Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace });
-const WorkerTemplateReply = Type.Object({ worker_template: Type.Ref('WorkerTemplate') });
-const tags = ['Worker templates'];
-const config = { auditEntity: 'WorkerTemplate' } as const;
-
-const workerTemplateRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
-  app.addSchema(FormInput);
-  app.addSchema(WorkerTemplate);
-
-  app.post(
-    '/worker_templates',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Publish a worker template (extension)',
-        description:
-          'Extension: the interface has worker templates read-only; the publishing tools of the hosted product ' +
-          'create them here. Unknown keys (icon, ports, form_outputs, …) are ignored.',
-        body: PublishCreate,
-        response: { 200: WorkerTemplateReply, ...errorResponses(400) },
-      },
-    },
-    async (request) => ({
-      worker_template: WORKER_TEMPLATE.view(await createWorkerTemplate(db, request.actor, request.body)),
-    }),
-  );
-
-  app.get(
-    '/worker_templates',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'List worker templates (without form_inputs and script), most recent first',
-        description: "The account's own templates and the service's built-in ones (builtin: true).",
-        querystring: ListQuery,
-        response: { 200: listReply('worker_templates', WorkerTemplate), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { items, next_page_token } = await listEntities(
-        db,
-        request.actor,
-        WORKER_TEMPLATE,
-        listRequest(request.query),
-      );
-      return { worker_templates: items, next_page_token };
-    },
-  );
-
-  app.get(
-    '/worker_templates/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Retrieve a worker template, with form_inputs and script',
-        params: IdParam,
-        querystring: WorkspaceQuery,
-        response: { 200: WorkerTemplateReply, ...errorResponses(404) },
-      },
-    },
-    async (request) => ({
-      worker_template: WORKER_TEMPLATE.view(
-        await viewEntity(db, request.actor, WORKER_TEMPLATE, request.params.id),
-      ),
-    }),
-  );
-
-  app.put(
-    '/worker_templates/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Republish a worker template (extension)',
-        description:
-          'Extension: every field optional; fields left out (or null) keep their values (a null ' +
-          'memory_limit_mb or timeout_seconds returns to the default). The version increases. Built-in ' +
-          'templates are read-only: 403.',
-        params: IdParam,
-        body: PublishUpdate,
-        response: { 200: WorkerTemplateReply, ...errorResponses(400, 403, 404) },
-      },
-    },
-    async (request) => ({
-      worker_template: WORKER_TEMPLATE.view(
-        await updateWorkerTemplate(db, request.actor, request.params.id, request.body),
-      ),
-    }),
-  );
-
-  app.delete(
-    '/worker_templates/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Delete a worker template (extension)',
-        description:
-          'Extension: the interface has worker templates read-only. Built-in templates cannot be deleted: 403.',
-        params: IdParam,
-        querystring: WorkspaceQuery,
-        response: {
-          200: Type.Object({
-            worker_template: Type.Object({ deleted: Type.Boolean(), id: Type.String(), name: Type.String() }),
-          }),
-          ...errorResponses(403, 404),
-        },
-      },
-    },
-    async (request) => ({
-      worker_template: await deleteWorkerTemplate(db, request.actor, request.params.id),
-    }),
-  );
-};
-
-export default workerTemplateRoutes;

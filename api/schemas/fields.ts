@@ -6,6 +6,7 @@
  * lookarounds.
  */
 import { type TString, Type } from '@sinclair/typebox';
+import { SYMBOL_MAX, symbolRule } from '../../engine/entities/resource-kind';
 import { ID_PREFIXES, type IdKind } from '../../engine/ids';
 
 /**
@@ -110,6 +111,14 @@ export function EntityId(kind: IdKind, description?: string): TString {
 }
 
 /** `{ id }` path parameters holding an id of `kind`. */
+/** A client-named kind's `symbol` (engine/entities/resource-kind.ts clientNamed), in a body or a path. */
+export function ClientSymbol(prefix: string): TString {
+  return Type.String({
+    pattern: `^${prefix}:[A-Z0-9_]{0,${SYMBOL_MAX - prefix.length - 1}}$`,
+    'x-rule': symbolRule(prefix),
+  });
+}
+
 export function IdParams(kind: IdKind) {
   return Type.Object({ id: EntityId(kind) });
 }

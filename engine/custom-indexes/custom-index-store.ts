@@ -1,14 +1,5 @@
-import type { Actor } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { epochSeconds } from '../lists/page-token';
-import {
-  createEntity,
-  deleteEntity,
-  type EntityKind,
-  type EntityRecord,
-  updateEntity,
-} from '../entities/entity-store';
-import { checkName, isCalendarDay } from '../entities/entity-fields';
+import { isCalendarDay } from '../entities/entity-fields';
+import { clientNamed, resourceKind } from '../entities/resource-kind';
 import { InvalidInput } from '../errors';
 import { checkCurrency } from '../portfolios/security-positions';
 
@@ -20,63 +11,7 @@ export type DataPoint = [string, number];
 
 /** A daily series since 1900 has about 45 000 points; this leaves room without inviting abuse. */
 export const DATA_POINTS_MAX = 100_000;
-
-export const CUSTOM_INDEX: EntityKind = {
-  kind: 'custom_index',
-  // The audit trail files custom indexes and private securities alike under the spec's main type.
-  entityType: 'CustomSecurity',
-  noun: 'custom index',
-  scope: 'account',
-  idPrefix: null,
-  symbolPattern: /^CUSTOM:[A-Z0-9_]*$/,
-  idField: 'symbol',
-  hasDate: false,
-  listOmit: ['data'],
-  auditDigest: ['data'],
-  view: (record: EntityRecord) => ({
-    symbol: record.id,
-    name: record.name,
-    description: record.description,
-    tags: record.tags,
-    data_type: record.body.data_type ?? 'PRICE',
-    periodicity: record.body.periodicity ?? 'D',
-    currency: record.body.currency ?? 'USD',
-    base_price: record.body.base_price ?? 1,
-    data: record.body.data ?? [],
-    created: epochSeconds(record.createdAt),
-    updated: epochSeconds(record.updatedAt),
-    version: String(record.version),
-  }),
-};
-
-export interface CustomIndexInput {
-  symbol?: unknown;
-  name?: unknown;
-  description?: unknown;
-  tags?: unknown;
-  data_type?: unknown;
-  periodicity?: unknown;
-  currency?: unknown;
-  base_price?: unknown;
-  data?: unknown;
-  /** Sent by clients; a custom index has no date of its own (its points carry dates), so it is ignored. */
-  date?: unknown;
-}
-
-/** Python clients send None for every argument left unset: null means "not given" for these fields. */
-const given = (value: unknown) => value !== undefined && value !== null;
-
-/** The symbol is a path segment too, and the router refuses segments over 100 characters. */
-export const SYMBOL_MAX = 64;
-
-function checkSymbol(symbol: unknown): string {
-  if (typeof symbol !== 'string' || symbol.length > SYMBOL_MAX || !CUSTOM_INDEX.symbolPattern!.test(symbol)) {
-    throw new InvalidInput(
-      `symbol is required: CUSTOM: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all.`,
-    );
-  }
-  return symbol;
-}
+const DATA_REQUIRED = 'data is required: an array of [YYYYMMDD, number] pairs.';
 
 function checkDataType(value: unknown): DataType {
   if (!(DATA_TYPES as readonly unknown[]).includes(value)) {
@@ -115,7 +50,7 @@ const VALUE_FLOOR: Record<DataType, { above: number; rule: string }> = {
  */
 export function checkData(data: unknown, dataType: DataType): DataPoint[] {
   if (!Array.isArray(data)) {
-    throw new InvalidInput('data is required: an array of [YYYYMMDD, number] pairs.');
+    throw new InvalidInput(DATA_REQUIRED);
   }
   if (data.length === 0) throw new InvalidInput('data must hold at least one [YYYYMMDD, number] pair.');
   if (data.length > DATA_POINTS_MAX) {
@@ -145,59 +80,32 @@ export function checkData(data: unknown, dataType: DataType): DataPoint[] {
   return points;
 }
 
-export async function createCustomIndex(
-  db: Database,
-  actor: Actor,
-  input: CustomIndexInput,
-): Promise<EntityRecord> {
-  const symbol = checkSymbol(input.symbol);
-  checkName(input.name);
-  const dataType = given(input.data_type) ? checkDataType(input.data_type) : 'PRICE';
-  const body = {
-    data_type: dataType,
-    periodicity: given(input.periodicity) ? checkPeriodicity(input.periodicity) : 'D',
-    currency: given(input.currency) ? checkCurrency(input.currency, 'currency') : 'USD',
-    base_price: given(input.base_price) ? checkBasePrice(input.base_price) : 1,
-    data: checkData(input.data, dataType),
-  };
-  return createEntity(db, actor, CUSTOM_INDEX, {
-    id: symbol,
-    name: input.name,
-    description: input.description,
-    tags: input.tags,
-    body,
-  });
-}
-
 /**
- * The interface lists `name` and `data` as required on update; every other field keeps its stored
- * value when left out. The symbol is the path's: a `symbol` in the body is ignored.
+ * A custom index: named by the client (`CUSTOM:…`), account-wide, a series of dated points. The
+ * interface lists `name` and `data` as required on update too; `data` is checked against the data
+ * type the index has once the request is applied. A `date` sent by clients is ignored (the points
+ * carry the dates); null tags clear the tags.
  */
-export async function updateCustomIndex(
-  db: Database,
-  actor: Actor,
-  symbol: string,
-  input: CustomIndexInput,
-): Promise<EntityRecord> {
-  checkName(input.name);
-  if (!given(input.data)) throw new InvalidInput('data is required: an array of [YYYYMMDD, number] pairs.');
-  return updateEntity(db, actor, CUSTOM_INDEX, symbol, undefined, (current) => {
-    const dataType = given(input.data_type)
-      ? checkDataType(input.data_type)
-      : ((current.body.data_type as DataType | undefined) ?? 'PRICE');
-    const body: Record<string, unknown> = {
-      ...current.body,
-      data_type: dataType,
-      data: checkData(input.data, dataType),
-    };
-    if (given(input.periodicity)) body.periodicity = checkPeriodicity(input.periodicity);
-    if (given(input.currency)) body.currency = checkCurrency(input.currency, 'currency');
-    if (given(input.base_price)) body.base_price = checkBasePrice(input.base_price);
-    return { name: input.name, description: input.description, tags: input.tags, body };
-  });
-}
-
-export async function deleteCustomIndex(db: Database, actor: Actor, symbol: string) {
-  const record = await deleteEntity(db, actor, CUSTOM_INDEX, symbol);
-  return { deleted: true, symbol: record.id, name: record.name };
-}
+export const CUSTOM_INDEX = resourceKind({
+  kind: 'custom_index',
+  // The audit trail files custom indexes and private securities alike under the spec's main type.
+  entityType: 'CustomSecurity',
+  noun: 'custom index',
+  scope: 'account',
+  ...clientNamed('CUSTOM'),
+  hasDate: false,
+  listOmit: ['data'],
+  auditDigest: ['data'],
+  nullClearsTags: true,
+  updateRequires: ['name', 'data'],
+  fields: {
+    data_type: { default: () => 'PRICE', check: checkDataType },
+    periodicity: { default: () => 'D', check: checkPeriodicity },
+    currency: { default: () => 'USD', check: (value) => checkCurrency(value, 'currency') },
+    base_price: { default: () => 1, check: checkBasePrice },
+    data: { required: DATA_REQUIRED, viewDefault: [] },
+  },
+  finish(body) {
+    body.data = checkData(body.data, body.data_type as DataType);
+  },
+});

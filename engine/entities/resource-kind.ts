@@ -9,6 +9,7 @@ import {
   type EntityRecord,
   updateEntity,
 } from './entity-store';
+import { checkName } from './entity-fields';
 import { checkStorableFields } from './storable-json';
 
 /**
@@ -26,7 +27,10 @@ export interface BodyField {
   nullClears?: boolean;
   /** Set by the service only (a state): never read from a request, stored from `default` on create. */
   readOnly?: boolean;
-  /** Other request keys that carry the same value, the first given one winning (`type` for `instrument_type`). */
+  /**
+   * The request keys that carry the value, the first given one winning (`['type', 'instrument_type']`
+   * for `instrument_type`); default: the field's own name.
+   */
   from?: string[];
   /** The view's value for a record stored before the field existed; default: the `default`. */
   viewDefault?: unknown;
@@ -50,20 +54,69 @@ export interface ResourceKind extends EntityKind {
   updateRequires?: string[];
   /** Fields the view shows beyond the common ones and the body's, such as a report's URL. */
   extraView?(record: EntityRecord): Record<string, unknown>;
+  /** On update, `tags: null` clears the tags (by default null keeps them, as a left-out field does). */
+  nullClearsTags?: boolean;
+  /**
+   * Refuses an update or a delete the kind does not allow (a built-in record, one still referenced),
+   * throwing the domain error. A delete's check runs in the delete's transaction (`db` is it), so a
+   * row it locks stays locked until the record is gone.
+   */
+  guard?(db: Database, actor: Actor, id: string, operation: 'update' | 'delete'): Promise<void>;
 }
 
 const isGiven = (value: unknown) => value !== undefined && value !== null;
 
+/** A field's check: a JSON object (neither an array nor null), else `message`. */
+export function jsonObject(message: string): (value: unknown) => Record<string, unknown> {
+  return (value) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInput(message);
+    return value as Record<string, unknown>;
+  };
+}
+
+/** A symbol is a path segment too, and the router refuses segments over 100 characters. */
+export const SYMBOL_MAX = 64;
+
+/** What a symbol of `prefix` must be, in words (`PRIVATE: followed by …`). */
+export const symbolRule = (prefix: string) =>
+  `${prefix}: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all`;
+
+/**
+ * A client-named kind: the create request names the record by a `symbol` (`PRIVATE:FUND_A`), the
+ * identifier in paths and replies, instead of the service generating an id.
+ */
+export function clientNamed(
+  prefix: string,
+): Pick<ResourceKind, 'idPrefix' | 'idField' | 'symbolPattern' | 'checkSymbol'> {
+  const symbolPattern = new RegExp(`^${prefix}:[A-Z0-9_]*$`);
+  return {
+    idPrefix: null,
+    idField: 'symbol',
+    symbolPattern,
+    checkSymbol(symbol: unknown): string {
+      if (typeof symbol !== 'string' || symbol.length > SYMBOL_MAX || !symbolPattern.test(symbol)) {
+        throw new InvalidInput(`symbol is required: ${symbolRule(prefix)}.`);
+      }
+      return symbol;
+    },
+  };
+}
+
 /** A field's value in a request: its own key, else the first of its other keys that is given. */
 function valueOf(input: ResourceInput, name: string, field: BodyField): unknown {
   if (field.readOnly) return undefined;
-  for (const key of field.from ?? []) if (isGiven(input[key])) return input[key];
-  return input[name];
+  const keys = field.from ?? [name];
+  for (const key of keys) if (isGiven(input[key])) return input[key];
+  return input[keys[keys.length - 1]!];
 }
 
 /** Python clients send None for what they leave unset; a field an update needs must be there. */
 function checkUpdateRequires(kind: ResourceKind, input: ResourceInput) {
   for (const name of kind.updateRequires ?? []) {
+    if (name === 'name') {
+      checkName(input.name);
+      continue;
+    }
     const field = kind.fields[name];
     const value = field ? valueOf(input, name, field) : input[name];
     if (!isGiven(value)) throw new InvalidInput(field?.required ?? `${name} is required.`);
@@ -115,14 +168,12 @@ function knownFields(kind: ResourceKind, input: ResourceInput): Record<string, u
   return known;
 }
 
-export async function createResource(
-  db: Database,
-  actor: Actor,
-  kind: ResourceKind,
-  input: ResourceInput,
-): Promise<EntityRecord> {
-  const symbol = kind.checkSymbol?.(input.symbol);
-  checkStorableFields(knownFields(kind, input));
+/**
+ * A create request's body for `kind`: each field checked, or its default where the request leaves
+ * it out (or null); `given` names the fields the request set. The rules across fields (`finish`)
+ * are the caller's to run.
+ */
+export function newBody(kind: ResourceKind, input: ResourceInput) {
   const body: Record<string, unknown> = {};
   const given = new Set<string>();
   for (const [name, field] of Object.entries(kind.fields)) {
@@ -136,6 +187,18 @@ export async function createResource(
       throw new InvalidInput(field.required ?? `${name} is required.`);
     }
   }
+  return { body, given };
+}
+
+export async function createResource(
+  db: Database,
+  actor: Actor,
+  kind: ResourceKind,
+  input: ResourceInput,
+): Promise<EntityRecord> {
+  const symbol = kind.checkSymbol?.(input.symbol);
+  checkStorableFields(knownFields(kind, input));
+  const { body, given } = newBody(kind, input);
   await kind.finish?.(body, { db, given });
   return createEntity(db, actor, kind, {
     ...(symbol === undefined ? {} : { id: symbol }),
@@ -159,6 +222,7 @@ export async function updateResource(
   id: string,
   input: ResourceInput,
 ): Promise<EntityRecord> {
+  await kind.guard?.(db, actor, id, 'update');
   checkUpdateRequires(kind, input);
   checkStorableFields(knownFields(kind, input));
   const changes: Record<string, unknown> = {};
@@ -174,7 +238,7 @@ export async function updateResource(
       // A name left out or null keeps the stored one.
       name: input.name ?? undefined,
       description: input.description,
-      tags: input.tags ?? undefined,
+      tags: kind.nullClearsTags ? input.tags : (input.tags ?? undefined),
       date: input.date,
       body: Object.keys(changes).length > 0 || kind.finish ? body : undefined,
     };
@@ -189,6 +253,12 @@ export async function deleteResource(
   id: string,
   workspace: unknown,
 ): Promise<Record<string, string | boolean>> {
-  const record = await deleteEntity(db, actor, kind, id, workspace);
+  const guard = kind.guard;
+  const record = guard
+    ? await db.transaction(async (trx) => {
+        await guard(trx, actor, id, 'delete');
+        return deleteEntity(trx, actor, kind, id, workspace);
+      })
+    : await deleteEntity(db, actor, kind, id, workspace);
   return { deleted: true, [kind.idField]: record.id, name: record.name };
 }

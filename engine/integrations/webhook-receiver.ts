@@ -4,8 +4,7 @@ import { checkStorableFields } from '../entities/storable-json';
 import { InvalidInput, NotFound } from '../errors';
 import { randomAlphanumeric } from '../ids';
 import { runWorkflow, type WorkflowRunner } from '../workflows/workflow-runner';
-import { findIntegration } from './integration-kind';
-import { workflowsTriggeredBy } from './integration-store';
+import { findIntegration, workflowsTriggeredBy } from './integration-kind';
 
 export interface WebhookDelivery {
   /** The parsed body, as the route received it. */

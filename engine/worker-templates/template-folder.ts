@@ -4,12 +4,8 @@ import type { Actor } from '../audit/audit-trail';
 import type { Database } from '../db/database';
 import type { EntityRecord } from '../entities/entity-store';
 import { InvalidInput } from '../errors';
-import {
-  createWorkerTemplate,
-  updateWorkerTemplate,
-  WORKER_TEMPLATE,
-  type WorkerTemplateInput,
-} from './worker-template-store';
+import { createResource, updateResource } from '../entities/resource-kind';
+import { WORKER_TEMPLATE, type WorkerTemplateInput } from './worker-template-store';
 
 /**
  * A worker template as a folder: `template.json` (the metadata: name, description, type, tags,
@@ -150,9 +146,9 @@ export async function publishTemplateFolder(
       tags: [],
       ...input,
     };
-    return { record: await updateWorkerTemplate(db, actor, same.id, full), created: false };
+    return { record: await updateResource(db, actor, WORKER_TEMPLATE, same.id, full), created: false };
   }
-  return { record: await createWorkerTemplate(db, actor, input), created: true };
+  return { record: await createResource(db, actor, WORKER_TEMPLATE, input), created: true };
 }
 
 /**

@@ -1,15 +1,8 @@
 import type { Actor } from '../audit/audit-trail';
 import type { Database } from '../db/database';
-import {
-  commonView,
-  createEntity,
-  deleteEntity,
-  type EntityKind,
-  type EntityRecord,
-  findEntity,
-  updateEntity,
-} from '../entities/entity-store';
-import { checkName, NAME_MAX } from '../entities/entity-fields';
+import { type EntityRecord, findEntity } from '../entities/entity-store';
+import { NAME_MAX } from '../entities/entity-fields';
+import { newBody, resourceKind } from '../entities/resource-kind';
 import { Forbidden, InvalidInput } from '../errors';
 import { transpileForPublishing } from './script-transpiler';
 import { SYSTEM_ACCOUNT_ID } from './system-account';
@@ -67,36 +60,7 @@ export interface WorkerTemplate {
   timeoutSeconds: number | null;
 }
 
-export const WORKER_TEMPLATE: EntityKind = {
-  kind: 'worker_template',
-  entityType: 'WorkerTemplate',
-  noun: 'worker template',
-  scope: 'account',
-  idPrefix: 'workerTemplate',
-  idField: 'id',
-  hasDate: false,
-  listOmit: ['form_inputs', 'script'],
-  auditDigest: ['script'],
-  sharedAccountId: SYSTEM_ACCOUNT_ID,
-  view: (record: EntityRecord) => ({
-    ...commonView(record),
-    category: record.body.category ?? null,
-    visible: record.body.visible ?? true,
-    type: record.body.type ?? 'BASIC',
-    script_runtime: record.body.script_runtime ?? 'javascript',
-    script_entry_point: record.body.script_entry_point ?? 'main',
-    // Scripts always run in the service's own sandbox; there is no remote container to run them in.
-    run_locally: true,
-    container_status: record.body.container_status ?? 'SUCCESS',
-    memory_limit_mb: record.body.memory_limit_mb ?? null,
-    timeout_seconds: record.body.timeout_seconds ?? null,
-    builtin: record.accountId === SYSTEM_ACCOUNT_ID,
-    form_inputs: record.body.form_inputs ?? [],
-    script: record.body.script ?? '',
-  }),
-};
-
-export interface WorkerTemplateInput {
+export type WorkerTemplateInput = {
   name?: unknown;
   description?: unknown;
   tags?: unknown;
@@ -111,10 +75,7 @@ export interface WorkerTemplateInput {
   form_inputs?: unknown;
   memory_limit_mb?: unknown;
   timeout_seconds?: unknown;
-}
-
-/** Python clients send None for every argument left unset: null means "not given" for these fields. */
-const given = (value: unknown) => value !== undefined && value !== null;
+};
 
 function checkCategory(value: unknown): string | null {
   if (value === null) return null;
@@ -220,29 +181,12 @@ const checkTimeout = (value: unknown) =>
  * line) rather than a failed run, and runs do not transpile again. JavaScript is compiled in the
  * sandbox when it runs: nothing a client sends is ever evaluated on the host.
  */
-function compiled(body: Record<string, unknown>): Record<string, unknown> {
-  const { script_compiled: _stale, ...rest } = body;
-  if (rest.script_runtime !== 'typescript') return rest;
-  const result = transpileForPublishing(rest.script as string);
+function compile(body: Record<string, unknown>): void {
+  delete body.script_compiled;
+  if (body.script_runtime !== 'typescript') return;
+  const result = transpileForPublishing(body.script as string);
   if ('error' in result) throw new InvalidInput(`script is not valid TypeScript: ${result.error}`);
-  return { ...rest, script_compiled: result.code };
-}
-
-/** The stored body of a new template, every field checked (also used for the built-in ones). */
-export function newTemplateBody(input: WorkerTemplateInput): Record<string, unknown> {
-  return compiled({
-    category: input.category === undefined ? null : checkCategory(input.category),
-    visible: given(input.visible) ? checkVisible(input.visible) : true,
-    type: given(input.type) ? checkType(input.type) : 'BASIC',
-    script_runtime: given(input.script_runtime) ? checkRuntime(input.script_runtime) : 'javascript',
-    script_entry_point: given(input.script_entry_point) ? checkEntryPoint(input.script_entry_point) : 'main',
-    script: checkScript(scriptOf(input)),
-    form_inputs: given(input.form_inputs) ? checkFormInputs(input.form_inputs) : [],
-    memory_limit_mb: input.memory_limit_mb === undefined ? null : checkMemoryLimit(input.memory_limit_mb),
-    timeout_seconds: input.timeout_seconds === undefined ? null : checkTimeout(input.timeout_seconds),
-    // Publishing builds nothing outside the row: ready at once.
-    container_status: 'SUCCESS' satisfies ContainerStatus,
-  });
+  body.script_compiled = result.code;
 }
 
 /** Built-in templates belong to the service: an account reads them and changes none. */
@@ -259,59 +203,53 @@ async function refuseBuiltin(db: Database, actor: Actor, id: string): Promise<vo
   }
 }
 
-function scriptOf(input: WorkerTemplateInput): unknown {
-  return given(input.script) ? input.script : input.script_source;
-}
+/**
+ * A worker template: account-wide, plus the service's built-in ones that every account reads. On
+ * update a field left out (or null) keeps its value, except `category`, `memory_limit_mb` and
+ * `timeout_seconds`, which null sets back to none (the service's default limits), and tags, which
+ * null clears. Publishing builds nothing outside the row: `container_status` is SUCCESS at once.
+ */
+export const WORKER_TEMPLATE = resourceKind({
+  kind: 'worker_template',
+  entityType: 'WorkerTemplate',
+  noun: 'worker template',
+  scope: 'account',
+  idPrefix: 'workerTemplate',
+  idField: 'id',
+  hasDate: false,
+  listOmit: ['form_inputs', 'script'],
+  auditDigest: ['script'],
+  sharedAccountId: SYSTEM_ACCOUNT_ID,
+  nullClearsTags: true,
+  fields: {
+    category: { default: () => null, check: checkCategory, nullClears: true },
+    visible: { default: () => true, check: checkVisible },
+    type: { default: () => 'BASIC', check: checkType },
+    script_runtime: { default: () => 'javascript', check: checkRuntime },
+    script_entry_point: { default: () => 'main', check: checkEntryPoint },
+    // The hosted product's publishing tool sends the source as `script_source`; `script` wins.
+    script: {
+      from: ['script', 'script_source'],
+      check: checkScript,
+      required: 'script is required: the source text of the worker, a non-empty string.',
+      viewDefault: '',
+    },
+    form_inputs: { default: () => [], check: checkFormInputs },
+    memory_limit_mb: { default: () => null, check: checkMemoryLimit, nullClears: true },
+    timeout_seconds: { default: () => null, check: checkTimeout, nullClears: true },
+    container_status: { readOnly: true, default: () => 'SUCCESS' satisfies ContainerStatus },
+  },
+  // Scripts always run in the service's own sandbox; there is no remote container to run them in.
+  extraView: (record) => ({ run_locally: true, builtin: record.accountId === SYSTEM_ACCOUNT_ID }),
+  finish: compile,
+  guard: refuseBuiltin,
+});
 
-export async function createWorkerTemplate(
-  db: Database,
-  actor: Actor,
-  input: WorkerTemplateInput,
-): Promise<EntityRecord> {
-  checkName(input.name);
-  const body = newTemplateBody(input);
-  return createEntity(db, actor, WORKER_TEMPLATE, {
-    name: input.name,
-    description: input.description,
-    tags: input.tags,
-    body,
-  });
-}
-
-/** Every field is optional; what is left out (or null, except `category`) keeps its stored value. */
-export async function updateWorkerTemplate(
-  db: Database,
-  actor: Actor,
-  id: string,
-  input: WorkerTemplateInput,
-): Promise<EntityRecord> {
-  await refuseBuiltin(db, actor, id);
-  return updateEntity(db, actor, WORKER_TEMPLATE, id, undefined, (current) => {
-    const body = { ...current.body };
-    if (input.category !== undefined) body.category = checkCategory(input.category);
-    if (given(input.visible)) body.visible = checkVisible(input.visible);
-    if (given(input.type)) body.type = checkType(input.type);
-    if (given(input.script_runtime)) body.script_runtime = checkRuntime(input.script_runtime);
-    if (given(input.script_entry_point)) body.script_entry_point = checkEntryPoint(input.script_entry_point);
-    const script = scriptOf(input);
-    if (given(script)) body.script = checkScript(script);
-    if (given(input.form_inputs)) body.form_inputs = checkFormInputs(input.form_inputs);
-    // Null is meaningful here: back to the service's default limits.
-    if (input.memory_limit_mb !== undefined) body.memory_limit_mb = checkMemoryLimit(input.memory_limit_mb);
-    if (input.timeout_seconds !== undefined) body.timeout_seconds = checkTimeout(input.timeout_seconds);
-    return {
-      name: given(input.name) ? input.name : undefined,
-      description: input.description,
-      tags: input.tags,
-      body: compiled(body),
-    };
-  });
-}
-
-export async function deleteWorkerTemplate(db: Database, actor: Actor, id: string) {
-  await refuseBuiltin(db, actor, id);
-  const record = await deleteEntity(db, actor, WORKER_TEMPLATE, id);
-  return { deleted: true, id: record.id, name: record.name };
+/** The stored body of a new template, every field checked (the built-in ones are stored so). */
+export function newTemplateBody(input: WorkerTemplateInput): Record<string, unknown> {
+  const { body } = newBody(WORKER_TEMPLATE, input);
+  compile(body);
+  return body;
 }
 
 /** The runnable parts of a stored template, typed, for the workflow engine. */

@@ -4,12 +4,7 @@ import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
-import {
-  CUSTOM_INDEX,
-  createCustomIndex,
-  deleteCustomIndex,
-  updateCustomIndex,
-} from '../../engine/custom-indexes/custom-index-store';
+import { CUSTOM_INDEX } from '../../engine/custom-indexes/custom-index-store';
 import type { Database } from '../../engine/db/database';
 import { DATASTORE } from '../../engine/datastores/datastore-store';
 import {
@@ -27,12 +22,7 @@ import {
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
 import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
-import {
-  createPrivateSecurity,
-  deletePrivateSecurity,
-  PRIVATE_SECURITY,
-  updatePrivateSecurity,
-} from '../../engine/private-securities/private-security-store';
+import { PRIVATE_SECURITY } from '../../engine/private-securities/private-security-store';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
@@ -220,22 +210,8 @@ const RESOURCES: Resource[] = [
     update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, fields)),
     remove: (s, id) => deleteFile(s.db, s.actor, id, s.workspace),
   },
-  {
-    singular: 'CustomIndex',
-    plural: 'CustomIndexes',
-    kind: () => CUSTOM_INDEX,
-    create: (s, fields) => createCustomIndex(s.db, s.actor, fields),
-    update: (s, symbol, fields) => updateCustomIndex(s.db, s.actor, symbol, fields),
-    remove: (s, symbol) => deleteCustomIndex(s.db, s.actor, symbol),
-  },
-  {
-    singular: 'PrivateSecurity',
-    plural: 'PrivateSecurities',
-    kind: () => PRIVATE_SECURITY,
-    create: (s, fields) => createPrivateSecurity(s.db, s.actor, fields),
-    update: (s, symbol, fields) => updatePrivateSecurity(s.db, s.actor, symbol, fields),
-    remove: (s, symbol) => deletePrivateSecurity(s.db, s.actor, symbol),
-  },
+  declared('CustomIndex', 'CustomIndexes', CUSTOM_INDEX),
+  declared('PrivateSecurity', 'PrivateSecurities', PRIVATE_SECURITY),
 ];
 
 function resourceFunctions(resource: Resource): Record<string, SdkFunction> {
