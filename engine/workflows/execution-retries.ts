@@ -12,7 +12,8 @@ import {
   type WorkflowExecutionRow,
 } from './execution-records';
 import { localStepsOf } from './local-steps';
-import { startRecordedRun, type WorkflowRunner } from './workflow-runner';
+import { enqueueRun } from './run-dispatcher';
+import { dispatchSoon, type WorkflowRunner } from './workflow-runner';
 import { findWorkflow, type StoredWorkflow } from './workflow-store';
 
 /**
@@ -96,6 +97,7 @@ async function retryOne(
   const completed = (await db('worker_executions')
     .where({ workflow_execution_id: failed.id, status: 'COMPLETED' })
     .orderBy([{ column: 'created_at' }, { column: 'parallel_index' }])) as WorkerExecutionRow[];
+  const localSteps = await localStepsOf(db, workflow.accountId, definition.workers);
   let retry: WorkflowExecutionRow;
   try {
     retry = await db.transaction(async (trx) => {
@@ -126,6 +128,20 @@ async function retryOne(
         entityName: workflow.name,
         workspace: workflow.workspace,
       });
+      // Its start request goes to the run outbox in the same transaction, as for every run: a retry
+      // accepted while Temporal is down starts when it answers, never twice.
+      await enqueueRun(trx, {
+        executionId: row.id,
+        accountId: workflow.accountId,
+        workflowId: workflow.id,
+        workflowName: workflow.name,
+        workspace: workflow.workspace,
+        trigger,
+        workers: definition.workers,
+        plan: definition.plan,
+        localSteps,
+        retryOf: failed.id,
+      });
       return row;
     });
   } catch (error) {
@@ -137,18 +153,7 @@ async function retryOne(
     }
     throw error;
   }
-  await startRecordedRun(db, runner, {
-    executionId: retry.id,
-    accountId: workflow.accountId,
-    workflowId: workflow.id,
-    workflowName: workflow.name,
-    workspace: workflow.workspace,
-    trigger,
-    workers: definition.workers,
-    plan: definition.plan,
-    localSteps: await localStepsOf(db, workflow.accountId, definition.workers),
-    retryOf: failed.id,
-  });
+  await dispatchSoon(db, runner, retry.id);
   return retry;
 }
 

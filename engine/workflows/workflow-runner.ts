@@ -10,9 +10,7 @@ import {
 } from '@temporalio/common';
 import { type Actor, recordAudit } from '../audit/audit-trail';
 import type { Database } from '../db/database';
-import { DomainError } from '../errors';
 import {
-  endWorkflowExecution,
   insertWorkflowExecution,
   type RunDefinition,
   type Trigger,
@@ -216,40 +214,15 @@ export async function runWorkflow(
     await enqueueRun(trx, interpreterInput(row.id));
     return row;
   });
-  // Accepted either way: what is not started within a moment finishes (or is retried) behind the
-  // reply, so a slow or absent Temporal never holds the request.
-  await Promise.race([dispatchRun(db, runner, execution.id), delay(INLINE_DISPATCH_WAIT_MS)]);
+  await dispatchSoon(db, runner, execution.id);
   return execution;
 }
 
-class WorkflowStartFailed extends DomainError {
-  constructor() {
-    super(503, 'The workflow engine is unavailable; the execution was recorded as FAILED. Try again.');
-  }
-}
-
 /**
- * Hands a recorded RUNNING execution to Temporal at once (a retry, which the caller waits on). When
- * Temporal refuses, the execution is closed FAILED (it never started) and the caller gets a 503.
+ * Dispatches a run whose start request was just committed to the outbox, waiting a moment at most:
+ * what is not started by then finishes (or is retried) behind the reply, so a slow or absent
+ * Temporal never holds the request, and the accepted run is started once it answers.
  */
-export async function startRecordedRun(
-  db: Database,
-  runner: WorkflowRunner,
-  input: InterpreterInput,
-): Promise<void> {
-  try {
-    await runner.start(input);
-  } catch (error) {
-    await endWorkflowExecution(db, input.executionId, {
-      runStatus: 'FAILED',
-      enderWorkerExecutionId: null,
-      failure: {
-        workerId: null,
-        parallelIndex: -1,
-        workerExecutionId: null,
-        message: 'The workflow engine was unavailable; the run never started.',
-      },
-    });
-    throw Object.assign(new WorkflowStartFailed(), { cause: error });
-  }
+export async function dispatchSoon(db: Database, runner: WorkflowRunner, executionId: string): Promise<void> {
+  await Promise.race([dispatchRun(db, runner, executionId), delay(INLINE_DISPATCH_WAIT_MS)]);
 }

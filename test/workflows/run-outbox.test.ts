@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { newId } from '../../engine/ids';
+import { endWorkflowExecution } from '../../engine/workflows/execution-records';
 import {
   findTemporalCli,
   startTemporalDevServer,
@@ -111,6 +112,23 @@ describe('run outbox: Temporal unreachable when the run is requested', () => {
     const secondId = second.json().workflow_execution.id as string;
     expect(await database.db('workflow_run_outbox').count({ n: '*' })).toEqual([{ n: 2 }]);
 
+    // A retry goes the same way (issue 13: retries use the outbox too). A third run, closed FAILED by
+    // hand while it waited (as an operator would), is retried with Temporal still down: 202, RUNNING.
+    const third = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters: { n: 9 } });
+    const failedId = third.json().workflow_execution.id as string;
+    await endWorkflowExecution(database.db, failedId, {
+      runStatus: 'FAILED',
+      enderWorkerExecutionId: null,
+      failure: { workerId: null, parallelIndex: -1, workerExecutionId: null, message: 'Closed by hand.' },
+    });
+    const retried = await call('POST', `/v2/workflows/${workflowId}/workflow_executions/${failedId}/retry`);
+    expect(retried.statusCode).toBe(202);
+    const retryId = retried.json().workflow_execution.id as string;
+    expect(retried.json().workflow_execution).toMatchObject({ run_status: 'RUNNING', retry_of: failedId });
+    expect(await database.db('workflow_run_outbox').where({ execution_id: retryId }).first()).toMatchObject({
+      execution_id: retryId,
+    });
+
     // Temporal comes up on that address, with a worker; the dispatcher starts what waited.
     dispatcher = startRunDispatcher(database.db, temporalWorkflowRunner(t.temporal, taskQueue), {
       intervalMs: 200,
@@ -143,6 +161,7 @@ describe('run outbox: Temporal unreachable when the run is requested', () => {
     for (const [id, n] of [
       [executionId, 7],
       [secondId, 8],
+      [retryId, 9],
     ] as const) {
       const ended = await until(`run ${id} to end`, async () => {
         const poll = await call(
@@ -168,6 +187,14 @@ describe('run outbox: Temporal unreachable when the run is requested', () => {
       ).toEqual([{ n: 1 }]);
     }
     expect(await database.db('workflow_run_outbox').count({ n: '*' })).toEqual([{ n: 0 }]);
+    // The run closed by hand stays as it was closed: no step of it ran, whether or not the start
+    // that was in flight when it was closed reached Temporal.
+    const closed = await call(
+      'GET',
+      `/v2/workflows/${workflowId}/workflow_executions?workflow_execution_id=${failedId}`,
+    );
+    expect(closed.json().workflow_execution).toMatchObject({ run_status: 'FAILED', version: '2' });
+    expect(await database.db('worker_executions').where({ workflow_execution_id: failedId })).toEqual([]);
   }, 180_000);
 });
 
