@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { newId } from '../../engine/ids';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -177,7 +178,7 @@ describe('launcher', () => {
     }
   }, 400_000);
 
-  test('the supervisor restarts a killed PostgreSQL (only 503s meanwhile, no acknowledged write lost), Temporal dev server and API; the CLI signs in with the stored password', async () => {
+  test('the supervisor restarts a killed PostgreSQL (only 503s meanwhile, no acknowledged write lost), Temporal dev server (every run accepted meanwhile completes once) and API; the CLI signs in with the stored password', async () => {
     const started = await startLauncher(env);
     const root = started.child.pid!;
     const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
@@ -248,7 +249,55 @@ describe('launcher', () => {
         expect([name, res.status]).toEqual([name, 200]);
       }
 
-      // Temporal: restarted on its SQLite file.
+      // Temporal: restarted on its SQLite file, while runs are being requested. Every run the API
+      // accepted (202) completes, exactly once: the ones in flight resume, the ones that arrived while
+      // Temporal was down wait in the run outbox.
+      const api = (method: 'GET' | 'POST', url: string, body?: object) =>
+        fetch(`${baseUrl}${url}`, {
+          method,
+          headers: { authorization: bearer, 'content-type': 'application/json' },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+        });
+      const [startId, endId] = [newId('worker'), newId('worker')];
+      const stored = await api('POST', '/workflows', {
+        name: 'Through a Temporal crash',
+        workers: [
+          {
+            id: startId,
+            name: 'Start',
+            type: 'STARTER',
+            next: [endId],
+          },
+          {
+            id: endId,
+            name: 'End',
+            type: 'ENDER',
+            script: 'function main(args) { return { got: args.inputs }; }',
+          },
+        ],
+      });
+      expect(stored.status).toBe(200);
+      const workflowId = ((await stored.json()) as { workflow: { id: string } }).workflow.id;
+      const runStatuses: Record<number, number> = {};
+      const accepted: Array<{ id: string; n: number }> = [];
+      let requesting = true;
+      const requests = (async () => {
+        for (let n = 0; requesting; n++) {
+          const res = await api('POST', `/workflows/${workflowId}/run`, { parameters: { n } }).catch(
+            () => null,
+          );
+          const status = res?.status ?? 0;
+          runStatuses[status] = (runStatuses[status] ?? 0) + 1;
+          if (status === 202) {
+            const body = (await res!.json()) as { workflow_execution: { id: string } };
+            accepted.push({ id: body.workflow_execution.id, n });
+          } else {
+            await res?.arrayBuffer();
+          }
+          await new Promise((resolve) => setTimeout(resolve, 150));
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
       mark = sinceHere();
       const temporal = descendantRunning(root, 'start-dev');
       expect(temporal).toBeDefined();
@@ -261,12 +310,41 @@ describe('launcher', () => {
         ),
       ).toBe(true);
       expect(started.output().slice(mark)).toContain('supervisor: temporal was killed by SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      requesting = false;
+      await requests;
+      expect(runStatuses).toEqual({ 202: accepted.length });
+      expect(accepted.length).toBeGreaterThan(10);
+      for (const { id, n } of accepted) {
+        const ended = await eventually(async () => {
+          const res = await api(
+            'GET',
+            `/workflows/${workflowId}/workflow_executions?workflow_execution_id=${id}&with_resume=true`,
+          );
+          const body = (await res.json()) as {
+            workflow_execution: {
+              run_status: string;
+              ender_worker_execution_id: string;
+              resume: { worker_executions: Record<string, number> };
+            };
+          };
+          return body.workflow_execution.run_status === 'RUNNING' ? undefined : body.workflow_execution;
+        }, 120_000);
+        expect([id, ended?.run_status]).toEqual([id, 'SUCCEEDED']);
+        // One execution of each worker: nothing ran twice.
+        expect(ended!.resume.worker_executions).toMatchObject({ total: 2, completed: 2, error: 0 });
+        const ender = await api(
+          'GET',
+          `/workflows/${workflowId}/worker_executions?worker_execution_id=${ended!.ender_worker_execution_id}`,
+        );
+        expect(await ender.text()).toContain(`"got":{"n":${n}}`);
+      }
 
       // The API process: a new one listens on the same port.
       mark = sinceHere();
-      const api = descendantRunning(root, 'api/server.ts');
-      expect(api).toBeDefined();
-      process.kill(api!, 'SIGKILL');
+      const apiProcess = descendantRunning(root, 'api/server.ts');
+      expect(apiProcess).toBeDefined();
+      process.kill(apiProcess!, 'SIGKILL');
       expect(
         await eventually(
           async () =>
