@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { newId } from '../../engine/ids';
@@ -63,6 +65,30 @@ function descendantRunning(root: number, part: string): number | undefined {
       return false;
     }
   });
+}
+
+const MiB = 1024 * 1024;
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+/** A multipart/form-data body: text fields, then the `chunk` file field with these bytes. */
+function multipartForm(
+  fields: Array<[string, string]>,
+  chunk: Buffer,
+): { body: Buffer; contentType: string } {
+  const boundary = `----pas-launcher-${randomBytes(8).toString('hex')}`;
+  const head = fields.map(
+    ([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
+  );
+  const body = Buffer.concat([
+    Buffer.from(head.join('')),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="chunk"; filename="blob"\r\n` +
+        'Content-Type: application/octet-stream\r\n\r\n',
+    ),
+    chunk,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 async function eventually<T>(probe: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
@@ -178,7 +204,7 @@ describe('launcher', () => {
     }
   }, 400_000);
 
-  test('the supervisor restarts a killed PostgreSQL (only 503s meanwhile, no acknowledged write lost), Temporal dev server (every run accepted meanwhile completes once) and API; the CLI signs in with the stored password', async () => {
+  test('the supervisor restarts a killed PostgreSQL (only 503s meanwhile, no acknowledged write lost), Temporal dev server (every run accepted meanwhile completes once) and API (an upload resumes from its last staged part); the CLI signs in with the stored password', async () => {
     const started = await startLauncher(env);
     const root = started.child.pid!;
     const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
@@ -340,11 +366,55 @@ describe('launcher', () => {
         expect(await ender.text()).toContain(`"got":{"n":${n}}`);
       }
 
-      // The API process: a new one listens on the same port.
+      // The API process, killed in the middle of a multipart upload's second part: a new one listens
+      // on the same port, and the upload resumes from its last staged part.
+      const content = randomBytes(2 * MiB + 5_000);
+      const parts = [content.subarray(0, MiB), content.subarray(MiB, 2 * MiB), content.subarray(2 * MiB)];
+      const uploadId = `resume-${newId('worker').slice(5, 17)}`;
+      const partForm = (part: number) =>
+        multipartForm(
+          [
+            ['upload_id', uploadId],
+            ['part_number', String(part)],
+            ['total_parts', '3'],
+            ...(part === 1 ? ([['name', 'Resumed upload']] as Array<[string, string]>) : []),
+          ],
+          parts[part - 1]!,
+        );
+      const sendPart = async (part: number) => {
+        const form = partForm(part);
+        const res = await fetch(`${baseUrl}/files`, {
+          method: 'POST',
+          headers: { authorization: bearer, 'content-type': form.contentType },
+          body: form.body,
+        });
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+      expect(await sendPart(1)).toEqual({
+        status: 200,
+        body: { status: 'staged', parts_received: 1, total_parts: 3, upload_id: uploadId },
+      });
+      // Part 2 goes out slowly: half of its bytes, then the API process dies under it.
+      const second = partForm(2);
+      const inFlight = new Promise<string>((resolve) => {
+        const req = httpRequest(`${baseUrl}/files`, {
+          method: 'POST',
+          headers: {
+            authorization: bearer,
+            'content-type': second.contentType,
+            'content-length': String(second.body.length),
+          },
+        });
+        req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+        req.on('error', (error) => resolve(`failed: ${error.message}`));
+        req.write(second.body.subarray(0, second.body.length >> 1));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
       mark = sinceHere();
       const apiProcess = descendantRunning(root, 'api/server.ts');
       expect(apiProcess).toBeDefined();
       process.kill(apiProcess!, 'SIGKILL');
+      expect(await inFlight).toMatch(/^failed: /);
       expect(
         await eventually(
           async () =>
@@ -358,6 +428,21 @@ describe('launcher', () => {
           60_000,
         ),
       ).toBe(true);
+      // The client asks where it stands (resending part 1 changes nothing) and goes on from there.
+      expect(await sendPart(1)).toEqual({
+        status: 200,
+        body: { status: 'staged', parts_received: 1, total_parts: 3, upload_id: uploadId },
+      });
+      expect((await sendPart(2)).body).toMatchObject({ status: 'staged', parts_received: 2 });
+      const last = await sendPart(3);
+      expect(last.status).toBe(200);
+      const file = last.body.file as { id: string; url: string; size: number };
+      expect(file.size).toBe(content.length);
+      const raw = await fetch(`http://127.0.0.1:${env.PORT}${file.url}`, {
+        headers: { authorization: bearer },
+      });
+      expect(raw.status).toBe(200);
+      expect(sha256(Buffer.from(await raw.arrayBuffer()))).toBe(sha256(content));
       expect(started.child.exitCode).toBeNull();
     } finally {
       const tree = descendants(root);
