@@ -8,9 +8,13 @@
  * backends block the main thread for the whole run.
  *
  * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
- * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run.
+ * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run; `--no-numpy` leaves out the
+ * numpy peer (bench/numpy-peer.py, run in a child process from a project-local virtualenv with a pinned
+ * numpy, created on first use), which runs the same linear scenarios with its own generator.
  */
+import { spawn } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { BackendName, SimulationBackend } from '../calc/backends/backend';
@@ -21,6 +25,71 @@ import { prepareRiskAttribution } from '../calc/risk-attribution';
 import type { Scenario, SimulationOptions, SimulationResult } from '../calc/simulation';
 import { prepareStressTest } from '../calc/stress-test';
 import { syntheticMarket } from '../test/calc/support/synthetic-market';
+import { pythonVenv } from '../test/support/python-venv';
+
+/** The numpy peer's interpreter: a project-local virtualenv with this numpy (pinned). */
+const NUMPY = 'numpy==2.3.5';
+
+interface NumpyPeer {
+  readonly label: string;
+  run(scenario: Scenario, simulation: SimulationOptions, runs: number): Promise<NumpyRun>;
+}
+
+interface NumpyRun {
+  numpy: string;
+  blas: string;
+  python: string;
+  times_ms: number[];
+  checks: { ev_total: number; ev_expected: number; cvar_neg_total: number; cvar_neg_expected: number };
+}
+
+/**
+ * bench/numpy-peer.py in a child process, or why there is none: a virtualenv needs Python 3.11+
+ * and PyPI (or a pip cache) the first time.
+ */
+async function numpyPeer(): Promise<NumpyPeer | string> {
+  let bin: string;
+  try {
+    bin = await pythonVenv('numpy-peer', [NUMPY], { preferPython: ['python3.13', 'python3.12'] });
+  } catch (error) {
+    return `not measured (no numpy: ${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
+  }
+  const script = path.join(__dirname, 'numpy-peer.py');
+  return {
+    label: NUMPY,
+    run: (scenario, simulation, runs) =>
+      new Promise<NumpyRun>((resolve, reject) => {
+        const child = spawn(path.join(bin, 'python'), [script], { stdio: ['pipe', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (data: Buffer) => (out += data.toString('utf8')));
+        child.on('error', reject);
+        child.on('close', (code) => {
+          if (code !== 0) return reject(new Error(`numpy peer exited with ${code}`));
+          resolve(JSON.parse(out) as NumpyRun);
+        });
+        const numbers = (a: ArrayLike<number>) => Array.from(a);
+        child.stdin.end(
+          JSON.stringify({
+            k: scenario.k,
+            regimes: scenario.regimes.map((r) => ({
+              probability: r.probability,
+              mean: numbers(r.mean),
+              root: numbers(r.root),
+            })),
+            beta: numbers(scenario.beta),
+            residualSd: numbers(scenario.residualSd),
+            exposure: numbers(scenario.exposure),
+            residualMean: scenario.residualMean ? numbers(scenario.residualMean) : null,
+            pinned: scenario.pinned,
+            paths: simulation.paths,
+            tail: simulation.tail,
+            seed: 42,
+            runs,
+          }),
+        );
+      }),
+  };
+}
 
 const MiB = 1024 * 1024;
 const PATHS = 100_000;
@@ -138,7 +207,17 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   const only = flag('backends')?.split(',');
   const threads = os.availableParallelism();
   console.log(
-    `\nCalculation benchmark: ${PATHS} paths, ${threads} cores, load average ${os.loadavg()[0]!.toFixed(2)}`,
+    `\nCalculation benchmark: ${PATHS} paths; machine: ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${threads} cores, ` +
+      `${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, Node ${process.version}, load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+  );
+  const peer = argv.includes('--no-numpy') ? 'not measured (--no-numpy)' : await numpyPeer();
+  console.log(
+    typeof peer === 'string'
+      ? `numpy peer: ${peer}`
+      : `numpy peer: bench/numpy-peer.py with ${peer.label} in a child process (same scenario, own generator)`,
   );
   const probe = await chooseBackend({ threads, clock: () => performance.now() });
   const timings = Object.entries(probe.timings)
@@ -166,6 +245,7 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
       );
       for (const calc of calcs) {
         let referenceP50: number | null = null;
+        let referenceL: { ev: number; cvarNeg: number } | null = null;
         for (const backend of backends) {
           const reference = backend.name === 'reference';
           if (reference && quick && size.label === 'L') continue;
@@ -179,7 +259,11 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
           for (let run = 0; run < runs; run++) {
             const before = sampler.reset();
             const started = performance.now();
-            calc.finish(await backend.simulate(calc.scenario, calc.simulation));
+            const result = await backend.simulate(calc.scenario, calc.simulation);
+            calc.finish(result);
+            if (backend.name === 'reference') {
+              referenceL = { ev: result.ev.portfolio, cvarNeg: result.cvarNeg.portfolio };
+            }
             times.push(performance.now() - started);
             growth = Math.max(growth, sampler.peak() - before);
           }
@@ -192,11 +276,34 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
             `| ${size.label} | ${calc.name} | ${backend.name} (${backend.detail}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | ${(growth / MiB).toFixed(0)} | ${ratio} |`,
           );
         }
+        if (typeof peer !== 'string') {
+          if (calc.scenario.lines !== undefined) {
+            console.log(
+              `| ${size.label} | ${calc.name} | numpy peer | | not measured (option and FX lines are not in the peer) | | | |`,
+            );
+            continue;
+          }
+          const runs = quick || size.label === 'L' ? 1 : 5;
+          const measured = await peer.run(calc.scenario, calc.simulation, runs + (runs > 1 ? 1 : 0));
+          // The first of several runs is the warm-up, as for the backends.
+          const times = (runs > 1 ? measured.times_ms.slice(1) : measured.times_ms).sort((a, b) => a - b);
+          const p50 = percentile(times, 50);
+          const ratio = referenceP50 === null ? 'n/a' : `${(referenceP50 / p50).toFixed(2)}×`;
+          const { checks } = measured;
+          console.log(
+            `| ${size.label} | ${calc.name} | numpy peer (numpy ${measured.numpy}, ${measured.blas || 'BLAS unknown'}, Python ${measured.python}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | (own process) | ${ratio} |`,
+          );
+          console.log(
+            `|  |  | (numpy peer: mean L ${checks.ev_expected.toFixed(2)}, tail-mean L ${checks.cvar_neg_expected.toFixed(2)}, its components summing to ${checks.ev_total.toFixed(2)} and ${checks.cvar_neg_total.toFixed(2)}; reference: ${referenceL === null ? 'not run' : `${referenceL.ev.toFixed(2)} and ${referenceL.cvarNeg.toFixed(2)}`}) | | | | | |`,
+          );
+        }
       }
     }
   } finally {
     await sampler.stop();
     for (const backend of backends) await backend.close();
   }
-  console.log('Targets on 2 cores: M p50 ≤ 150 ms, L p50 ≤ 2 s, L peak RSS growth ≤ 1 GB (MX: no target).');
+  console.log(
+    'Targets on 2 cores (issue 12): M p50 ≤ 100 ms, L p50 ≤ 2 s, MX p50 ≤ 200 ms, L peak RSS growth ≤ 256 MiB.',
+  );
 }
