@@ -17,24 +17,9 @@ import {
 import { parseFilter } from '../../calc/filter';
 import { CalcInputError } from '../../calc/input-error';
 import type { PositionFacts } from '../../calc/position-facts';
+import { sampleFacts } from './support/position-facts';
 
-function facts(overrides: Partial<PositionFacts> = {}): PositionFacts {
-  return {
-    id: 'p',
-    symbol: 'AAPL',
-    quantity: 100,
-    label: '',
-    instrumentType: 'EQUITY',
-    optionRight: null,
-    currency: 'USD',
-    baseCurrency: 'USD',
-    exposure: 10_000,
-    deltaExposure: 10_000,
-    attributes: {},
-    adv20: null,
-    ...overrides,
-  };
-}
+const facts = sampleFacts;
 
 type Grouped = Exclude<Aggregation, 'position'>;
 const group = (aggregation: Grouped, overrides: Partial<PositionFacts>) =>
@@ -54,7 +39,7 @@ describe('groupOf', () => {
       expect(group(name, withAttribute(name, '  Energy '))).toBe('Energy');
       expect(group(name, withAttribute(name, ''))).toBe(UNCLASSIFIED);
       expect(group(name, withAttribute(name, null))).toBe(UNCLASSIFIED);
-      expect(group(name, {})).toBe(UNCLASSIFIED);
+      expect(group(name, { attributes: {} })).toBe(UNCLASSIFIED);
     },
   );
 

@@ -16,24 +16,9 @@ import {
 } from '../../calc/filter';
 import { CalcInputError } from '../../calc/input-error';
 import type { PositionFacts } from '../../calc/position-facts';
+import { sampleFacts } from './support/position-facts';
 
-function facts(overrides: Partial<PositionFacts> = {}): PositionFacts {
-  return {
-    id: 'p',
-    symbol: 'AAPL',
-    quantity: 100,
-    label: '',
-    instrumentType: 'EQUITY',
-    optionRight: null,
-    currency: 'USD',
-    baseCurrency: 'USD',
-    exposure: 10_000,
-    deltaExposure: 10_000,
-    attributes: { country: 'US' },
-    adv20: null,
-    ...overrides,
-  };
-}
+const facts = sampleFacts;
 
 /** The message of the CalcInputError `run` throws (fails the test if it throws nothing or else). */
 function errorOf(run: () => unknown): string {
