@@ -149,7 +149,7 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   );
   await probe.backend.close();
 
-  const names: BackendName[] = ['reference', 'typed', 'threads', 'gpujs'];
+  const names: BackendName[] = ['reference', 'typed', 'threads', 'wasm', 'gpujs'];
   const backends: SimulationBackend[] = [];
   for (const name of names.filter((n) => only?.includes(n) ?? true))
     backends.push(await createBackend(name, { threads }));

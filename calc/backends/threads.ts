@@ -10,6 +10,10 @@
  * thread over L in path order and equal the reference's bits; the per-driver component means are
  * sums of chunk partials, which differ from the reference's one running sum only by f64 rounding
  * (measured ≤ 1e-12 relative to the array's largest entry; see test/calc/backends.test.ts).
+ *
+ * With `kernel: 'wasm'` the same pool, chunks and merge order run the WebAssembly SIMD kernel: the
+ * `wasm` backend. Its chunks are drawn from its own counter-based generator, so it agrees with the
+ * reference within Monte Carlo error, and gives the same bits for any thread count.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -17,7 +21,7 @@ import { findTailSets } from '../kernels/tail-sets';
 import { lineCount } from '../kernels/line-pricing';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
-import type { ThreadReply, ThreadRequest } from './thread-protocol';
+import type { ThreadKernel, ThreadReply, ThreadRequest } from './thread-protocol';
 
 /** Paths per pass-1 chunk, fixed so the merge order is the same for any thread count. */
 export const CHUNK_PATHS = 8192;
@@ -32,6 +36,11 @@ export interface ThreadsOptions {
    * tsx, as the service itself runs (`node --import tsx`).
    */
   readonly startWorker?: () => Worker;
+  /**
+   * The workers' kernel: `blocked` (default; the `threads` backend, reference bits) or `wasm` (the
+   * `wasm` backend: WebAssembly SIMD, its own generator, calc/kernels/wasm-kernel.ts).
+   */
+  readonly kernel?: ThreadKernel;
 }
 
 type Job = { request: ThreadRequest; transfer: ArrayBuffer[] };
@@ -42,6 +51,7 @@ function defaultWorker(): Worker {
 
 export function threadsBackend(options: ThreadsOptions): SimulationBackend {
   const threads = Math.max(1, Math.floor(options.threads));
+  const kernel = options.kernel ?? 'blocked';
   const workers = Array.from({ length: threads }, () => (options.startWorker ?? defaultWorker)());
   // Idle workers must not keep the process alive; a running simulation refs them (runJobs).
   workers.forEach((w) => w.unref());
@@ -88,7 +98,13 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
           cleanup();
           reject(error);
         });
-        worker.postMessage({ type: 'scenario', call, scenario, seed: options.seed } satisfies ThreadRequest);
+        worker.postMessage({
+          type: 'scenario',
+          call,
+          scenario,
+          seed: options.seed,
+          kernel,
+        } satisfies ThreadRequest);
         feed(worker);
       }
     });
@@ -145,8 +161,11 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
   };
 
   return {
-    name: 'threads',
-    detail: `${threads} worker_threads, ${CHUNK_PATHS}-path chunks`,
+    name: kernel === 'wasm' ? 'wasm' : 'threads',
+    detail:
+      kernel === 'wasm'
+        ? `WebAssembly SIMD f32x4 (own generator), ${threads} worker_threads, ${CHUNK_PATHS}-path chunks`
+        : `${threads} worker_threads, ${CHUNK_PATHS}-path chunks`,
     // One simulation at a time per pool: the workers hold one scenario each.
     simulate: (scenario, options) => {
       const run = queue.then(() => simulate(scenario, options));
