@@ -166,9 +166,11 @@ export class WasmKernel {
 
   private sums(sets: number): Float64Array<ArrayBuffer>[] {
     const { buffer } = this.exports.memory;
-    return Array.from({ length: sets }, (_, s) =>
-      new Float64Array(buffer, this.exports.sumsAddress(s), this.size).slice(),
-    );
+    // The kernel keeps two f64 partial sums per entry (lanes 0+2 and 1+3); their sum is the entry.
+    return Array.from({ length: sets }, (_, s) => {
+      const pairs = new Float64Array(buffer, this.exports.sumsAddress(s), 2 * this.size);
+      return Float64Array.from({ length: this.size }, (_, i) => pairs[2 * i]! + pairs[2 * i + 1]!);
+    });
   }
 
   /** Pass 1 over paths first..first+count−1: their L and the ev component sums. */

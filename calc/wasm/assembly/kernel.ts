@@ -17,15 +17,17 @@
  *   |x| = 0.5), unit P&L = G·x. Option: unit = e^{x_fx}·BS(S·e^{x_a}, K, T_h, σ) − P0 with Φ by
  *   Abramowitz–Stegun 26.2.17, G = unit/x_l (x_l = 0: all on the residual). Residual term G·e_l.
  * - L = Σ_l exposure_l·unit_l in f64 lanes.
- * - Component sums: G·f_j and the residual term are added in f32 lanes over at most FLUSH_GROUPS
- *   groups (FLUSH_GROUPS paths per lane), then into f64 sums. Flushes happen at fixed group counts
- *   from the start of each call, so a call's sums depend only on its paths.
+ * - Component sums, blocked: a block holds BLOCK groups' G, residual terms and f. For each line and
+ *   projection the BLOCK products G·f_j of a lane are added in f32 (BLOCK = 8 terms, in a fixed
+ *   tree order), then added into f64x2 sums over paths (lanes 0+2 and 1+3; the host adds the two
+ *   halves). Blocks start at fixed group counts from the start of each call, so a call's sums
+ *   depend only on its paths.
  *
  * Memory is owned by the host (calc/kernels/wasm-kernel.ts): it lays out every array above
  * `heapBase()`, writes the scenario and passes the addresses to `configure`.
  */
 
-const FLUSH_GROUPS: i32 = 32;
+const BLOCK: i32 = 8;
 const REGIME_DIM: u32 = 0xffffffff;
 
 // Scenario (set by configure).
@@ -52,10 +54,12 @@ let pZ: usize = 0; // v128 × k
 let pF: usize = 0; // v128 × k
 let pX: usize = 0; // v128 × D
 let pE: usize = 0; // v128 × D
-let pG: usize = 0; // v128 × NL
-let pRes: usize = 0; // v128 × NL
-let pAcc: usize = 0; // v128 × 3 × NL×(k+1), f32 lanes
-let pSums: usize = 0; // f64 × 3 × NL×(k+1)
+let pG: usize = 0; // v128 × NL×BLOCK, [line][slot]
+let pRes: usize = 0; // v128 × NL×BLOCK
+let pFb: usize = 0; // v128 × k×BLOCK, [projection][slot]
+let pMask: usize = 0; // v128 × 3×BLOCK, [set][slot]
+let pGm: usize = 0; // v128 × BLOCK: one line's G under a set's masks
+let pSums: usize = 0; // f64x2 × 3 × NL×(k+1)
 
 export function heapBase(): usize {
   return __heap_base;
@@ -110,11 +114,15 @@ export function configure(
   pE = at;
   at += (<usize>drivers) << 4;
   pG = at;
-  at += (<usize>lines) << 4;
+  at += (<usize>(lines * BLOCK)) << 4;
   pRes = at;
-  at += (<usize>lines) << 4;
-  pAcc = at;
-  at += (<usize>(3 * lines * (k + 1))) << 4;
+  at += (<usize>(lines * BLOCK)) << 4;
+  pFb = at;
+  at += (<usize>(k * BLOCK)) << 4;
+  pMask = at;
+  at += (<usize>(3 * BLOCK)) << 4;
+  pGm = at;
+  at += (<usize>BLOCK) << 4;
   pSums = at;
 }
 
@@ -122,22 +130,19 @@ export function configure(
 export function scratchBytes(k: i32, drivers: i32, lines: i32): usize {
   const width = <usize>(k + 1);
   return (
-    ((<usize>(2 * k + 2 * drivers + 2 * lines)) << 4) +
-    ((3 * <usize>lines * width) << 4) +
-    ((3 * <usize>lines * width) << 3)
+    ((<usize>(2 * k + 2 * drivers + 2 * lines * BLOCK + k * BLOCK + 4 * BLOCK)) << 4) +
+    ((3 * <usize>lines * width) << 4)
   );
 }
 
-/** Address of the f64 sums of set s (0 ev/neg, 1 pos, 2 band), NL×(k+1) each. */
+/** Address of the f64x2 sums of set s (0 ev/neg, 1 pos, 2 band), NL×(k+1) pairs each. */
 export function sumsAddress(set: i32): usize {
-  return pSums + ((<usize>(set * NL * (K + 1))) << 3);
+  return pSums + ((<usize>(set * NL * (K + 1))) << 4);
 }
 
-/** Zeroes the f32 accumulators and the f64 sums of all three sets. */
+/** Zeroes the sums of all three sets. */
 export function reset(): void {
-  const n = 3 * NL * (K + 1);
-  memory.fill(pAcc, 0, (<usize>n) << 4);
-  memory.fill(pSums, 0, (<usize>n) << 3);
+  memory.fill(pSums, 0, (<usize>(3 * NL * (K + 1))) << 4);
 }
 
 // ---- Generator -------------------------------------------------------------------------------
@@ -283,7 +288,7 @@ function vg(x: v128): v128 {
 
 /** Draws f, x, e for the 4 paths in `paths` and prices every line; returns nothing, fills pG/pRes
  * and writes L (f64) of the 4 lanes to `lossOut` (8 f64 slots: lanes 0..3). */
-function drawGroup(paths: v128, lossOut: usize): void {
+function drawGroup(paths: v128, lossOut: usize, slot: i32): void {
   const k = K;
   const a = fmix(v128.xor(paths, i32x4.splat(<i32>SEED_A)));
   const b = fmix(v128.xor(a, i32x4.splat(0x6a09e667)));
@@ -314,6 +319,9 @@ function drawGroup(paths: v128, lossOut: usize): void {
       const at = pF + ((<usize>i) << 4);
       v128.store(at, v128.bitselect(fi, v128.load(at), mask));
     }
+  }
+  for (let j = 0; j < k; j++) {
+    v128.store(pFb + ((<usize>(j * BLOCK + slot)) << 4), v128.load(pF + ((<usize>j) << 4)));
   }
   // Drivers.
   for (let d = 0; d < D; d++) {
@@ -394,8 +402,8 @@ function drawGroup(paths: v128, lossOut: usize): void {
       g = v128.andnot(f32x4.div(unit, xl), zero);
       res = v128.bitselect(unit, f32x4.mul(g, el), zero);
     }
-    v128.store(pG + ((<usize>l) << 4), g);
-    v128.store(pRes + ((<usize>l) << 4), res);
+    v128.store(pG + ((<usize>(l * BLOCK + slot)) << 4), g);
+    v128.store(pRes + ((<usize>(l * BLOCK + slot)) << 4), res);
     const v = f64x2.splat(load<f64>(pExposure + ((<usize>l) << 3)));
     lossLo = f64x2.add(lossLo, f64x2.mul(v, f64x2.promote_low_f32x4(unit)));
     lossHi = f64x2.add(lossHi, f64x2.mul(v, f64x2.promote_low_f32x4(i32x4.shuffle(unit, unit, 2, 3, 0, 1))));
@@ -404,62 +412,73 @@ function drawGroup(paths: v128, lossOut: usize): void {
   v128.store(lossOut, lossHi, 16);
 }
 
-/** acc[set] += mask·(G·f_j, residual) for every line. */
-function accumulate(set: i32, mask: v128): void {
-  const k = K;
-  const width = k + 1;
-  let acc = pAcc + ((<usize>(set * NL * width)) << 4);
-  for (let l = 0; l < NL; l++) {
-    const g = v128.and(v128.load(pG + ((<usize>l) << 4)), mask);
-    for (let j = 0; j < k; j++) {
-      v128.store(acc, fma(g, v128.load(pF + ((<usize>j) << 4)), v128.load(acc)));
-      acc += 16;
-    }
-    v128.store(acc, f32x4.add(v128.load(acc), v128.and(v128.load(pRes + ((<usize>l) << 4)), mask)));
-    acc += 16;
-  }
+/** Σ over the block's 8 slots of a[slot]·b[slot] (f32 lanes, fixed tree order). */
+function dot8(a: usize, b: usize): v128 {
+  const s01 = fma(v128.load(a), v128.load(b), f32x4.mul(v128.load(a, 16), v128.load(b, 16)));
+  const s23 = fma(v128.load(a, 32), v128.load(b, 32), f32x4.mul(v128.load(a, 48), v128.load(b, 48)));
+  const s45 = fma(v128.load(a, 64), v128.load(b, 64), f32x4.mul(v128.load(a, 80), v128.load(b, 80)));
+  const s67 = fma(v128.load(a, 96), v128.load(b, 96), f32x4.mul(v128.load(a, 112), v128.load(b, 112)));
+  return f32x4.add(f32x4.add(s01, s23), f32x4.add(s45, s67));
 }
 
-/** sums[set] += the 4 lanes of acc[set] in f64; acc[set] = 0. */
-function flush(set: i32): void {
-  const n = NL * (K + 1);
-  let acc = pAcc + ((<usize>(set * n)) << 4);
-  let sum = pSums + ((<usize>(set * n)) << 3);
-  for (let i = 0; i < n; i++) {
-    const v = v128.load(acc);
-    const lo = f64x2.promote_low_f32x4(v);
-    const hi = f64x2.promote_low_f32x4(i32x4.shuffle(v, v, 2, 3, 0, 1));
-    const both = f64x2.add(lo, hi);
-    store<f64>(sum, load<f64>(sum) + (f64x2.extract_lane(both, 0) + f64x2.extract_lane(both, 1)));
-    v128.store(acc, splat(0));
-    acc += 16;
-    sum += 8;
+/** sum (f64x2) += the 4 f32 lanes of v, as (lane 0 + lane 2, lane 1 + lane 3). */
+function addInto(sum: usize, v: v128): void {
+  const lo = f64x2.promote_low_f32x4(v);
+  const hi = f64x2.promote_low_f32x4(i32x4.shuffle(v, v, 2, 3, 0, 1));
+  v128.store(sum, f64x2.add(v128.load(sum), f64x2.add(lo, hi)));
+}
+
+/**
+ * sums[set] += Σ over the block's slots of mask·(G·f_j, residual term), every line. The set's masks
+ * (one per slot) are applied to a copy of each line's G (pGm), so G itself serves every set.
+ */
+function accumulateBlock(set: i32): void {
+  const k = K;
+  const width = k + 1;
+  const masks = pMask + ((<usize>(set * BLOCK)) << 4);
+  let sum = pSums + ((<usize>(set * NL * width)) << 4);
+  for (let l = 0; l < NL; l++) {
+    const gl = pG + ((<usize>(l * BLOCK)) << 4);
+    const rl = pRes + ((<usize>(l * BLOCK)) << 4);
+    let rsum = splat(0);
+    for (let b = 0; b < BLOCK; b++) {
+      const at = (<usize>b) << 4;
+      const m = v128.load(masks + at);
+      v128.store(pGm + at, v128.and(v128.load(gl + at), m));
+      rsum = f32x4.add(rsum, v128.and(v128.load(rl + at), m));
+    }
+    for (let j = 0; j < k; j++) {
+      addInto(sum, dot8(pGm, pFb + ((<usize>(j * BLOCK)) << 4)));
+      sum += 16;
+    }
+    addInto(sum, rsum);
+    sum += 16;
   }
 }
 
 /**
  * Pass 1 over paths first..first+count−1: writes each path's L (f64) at `loss` and adds the ev
- * components to set 0. Lanes past the end are drawn and discarded.
+ * components to set 0. Lanes past the end are drawn and left out by their mask.
  */
 export function pass1(first: u32, count: i32, loss: usize, scratchLoss: usize): void {
-  const all = i32x4.splat(-1);
-  let groups = 0;
+  let slot = 0;
   for (let i = 0; i < count; i += 4) {
     const ids = i32x4.add(i32x4.splat(<i32>(first + <u32>i)), i32x4(0, 1, 2, 3));
-    drawGroup(ids, scratchLoss);
+    drawGroup(ids, scratchLoss, slot);
     const n = min(4, count - i);
-    let mask = all;
-    if (n < 4) mask = i32x4.lt_s(i32x4(0, 1, 2, 3), i32x4.splat(n));
+    v128.store(pMask + ((<usize>slot) << 4), i32x4.lt_s(i32x4(0, 1, 2, 3), i32x4.splat(n)));
     for (let lane = 0; lane < n; lane++) {
       store<f64>(loss + ((<usize>(i + lane)) << 3), load<f64>(scratchLoss + ((<usize>lane) << 3)));
     }
-    accumulate(0, mask);
-    if (++groups == FLUSH_GROUPS) {
-      flush(0);
-      groups = 0;
+    if (++slot == BLOCK) {
+      accumulateBlock(0);
+      slot = 0;
     }
   }
-  flush(0);
+  if (slot > 0) {
+    for (; slot < BLOCK; slot++) v128.store(pMask + ((<usize>slot) << 4), i32x4.splat(0));
+    accumulateBlock(0);
+  }
 }
 
 /**
@@ -467,38 +486,32 @@ export function pass1(first: u32, count: i32, loss: usize, scratchLoss: usize): 
  * adds each path's components to sets 0, 1, 2.
  */
 export function pass2(ids: usize, masks: usize, count: i32, scratchLoss: usize): void {
-  let groups = 0;
+  let slot = 0;
   for (let i = 0; i < count; i += 4) {
     const n = min(4, count - i);
-    let paths = i32x4.splat(0);
-    let bits = i32x4.splat(0);
-    for (let lane = 0; lane < n; lane++) {
-      const p = load<u32>(ids + ((<usize>(i + lane)) << 2));
-      const m = <i32>load<u8>(masks + <usize>(i + lane));
-      // replace_lane needs a constant lane index.
-      if (lane == 0) {
-        paths = i32x4.replace_lane(paths, 0, p);
-        bits = i32x4.replace_lane(bits, 0, m);
-      } else if (lane == 1) {
-        paths = i32x4.replace_lane(paths, 1, p);
-        bits = i32x4.replace_lane(bits, 1, m);
-      } else if (lane == 2) {
-        paths = i32x4.replace_lane(paths, 2, p);
-        bits = i32x4.replace_lane(bits, 2, m);
-      } else {
-        paths = i32x4.replace_lane(paths, 3, p);
-        bits = i32x4.replace_lane(bits, 3, m);
-      }
+    // Lanes past the end repeat the last id with no set bits.
+    for (let lane = 0; lane < 4; lane++) {
+      const at = i + min(lane, n - 1);
+      store<u32>(scratchLoss + ((<usize>lane) << 2), load<u32>(ids + ((<usize>at) << 2)));
+      store<u32>(scratchLoss + 16 + ((<usize>lane) << 2), lane < n ? <u32>load<u8>(masks + <usize>at) : 0);
     }
-    drawGroup(paths, scratchLoss);
+    const paths = v128.load(scratchLoss);
+    const bits = v128.load(scratchLoss, 16);
+    drawGroup(paths, scratchLoss, slot);
     for (let set = 0; set < 3; set++) {
       const mask = i32x4.ne(v128.and(bits, i32x4.splat(1 << set)), i32x4.splat(0));
-      if (v128.any_true(mask)) accumulate(set, mask);
+      v128.store(pMask + ((<usize>(set * BLOCK + slot)) << 4), mask);
     }
-    if (++groups == FLUSH_GROUPS) {
-      for (let set = 0; set < 3; set++) flush(set);
-      groups = 0;
+    if (++slot == BLOCK) {
+      for (let set = 0; set < 3; set++) accumulateBlock(set);
+      slot = 0;
     }
   }
-  for (let set = 0; set < 3; set++) flush(set);
+  if (slot > 0) {
+    for (let set = 0; set < 3; set++) {
+      for (let b = slot; b < BLOCK; b++)
+        v128.store(pMask + ((<usize>(set * BLOCK + b)) << 4), i32x4.splat(0));
+      accumulateBlock(set);
+    }
+  }
 }
