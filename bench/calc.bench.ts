@@ -8,9 +8,13 @@
  * backends block the main thread for the whole run.
  *
  * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
- * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run.
+ * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run (add `numpy` to the list
+ * to keep the numpy peer). The numpy peer (bench/numpy-peer.py, issue 12) runs the same two-pass
+ * decomposition in a child `python3` when numpy imports there, on the linear books (M, L).
  */
+import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { BackendName, SimulationBackend } from '../calc/backends/backend';
@@ -127,6 +131,45 @@ function rssSampler(): { reset: () => number; peak: () => number; stop: () => Pr
   };
 }
 
+/** Whether `python3` on PATH imports numpy; its version or why not. */
+function numpyAvailable(): { version: string } | { missing: string } {
+  const probe = spawnSync('python3', ['-c', 'import numpy; print(numpy.__version__)'], { encoding: 'utf8' });
+  if (probe.error) return { missing: 'python3 not found' };
+  if (probe.status !== 0) return { missing: 'numpy not installed' };
+  return { version: probe.stdout.trim() };
+}
+
+/**
+ * Runs bench/numpy-peer.py in a child python3 on a linear scenario: the same two-pass tail
+ * decomposition in numpy (chunked, BLAS products). Returns its per-run milliseconds.
+ */
+async function numpyPeer(scenario: Scenario, simulation: SimulationOptions, runs: number): Promise<number[]> {
+  const input = JSON.stringify({
+    k: scenario.k,
+    regimes: scenario.regimes.map((r) => ({
+      probability: r.probability,
+      mean: Array.from(r.mean),
+      root: Array.from(r.root),
+    })),
+    beta: Array.from(scenario.beta),
+    residualSd: Array.from(scenario.residualSd),
+    exposure: Array.from(scenario.exposure),
+    pinned: scenario.pinned,
+    paths: simulation.paths,
+    tail: simulation.tail,
+    runs,
+  });
+  const child = spawn('python3', [path.join(__dirname, 'numpy-peer.py')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stdin.end(input);
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`numpy peer exited with ${code}`);
+  return (JSON.parse(out) as { ms: number[] }).ms;
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
@@ -137,9 +180,16 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   const sizes = SIZES.filter((s) => (flag('size') ?? s.label) === s.label);
   const only = flag('backends')?.split(',');
   const threads = os.availableParallelism();
+  const load = () =>
+    os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ');
   console.log(
-    `\nCalculation benchmark: ${PATHS} paths, ${threads} cores, load average ${os.loadavg()[0]!.toFixed(2)}`,
+    `\nCalculation benchmark: ${PATHS} paths on ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${threads} cores, ` +
+      `load average (1/5/15 min) ${load()}`,
   );
+  const numpy = only === undefined || only.includes('numpy') ? numpyAvailable() : null;
   const probe = await chooseBackend({ threads, clock: () => performance.now() });
   const timings = Object.entries(probe.timings)
     .map(([name, t]) => `${name} ${typeof t === 'number' ? `${t.toFixed(1)} ms` : t}`)
@@ -192,11 +242,32 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
             `| ${size.label} | ${calc.name} | ${backend.name} (${backend.detail}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | ${(growth / MiB).toFixed(0)} | ${ratio} |`,
           );
         }
+        // The numpy peer covers the linear books (M, L); MX has options and FX lines it does not model.
+        if (numpy !== null && calc.scenario.lines === undefined) {
+          if ('missing' in numpy) {
+            console.log(
+              `| ${size.label} | ${calc.name} | numpy peer: not measured (${numpy.missing}) | | | | | |`,
+            );
+          } else {
+            const runs = quick || size.label === 'L' ? 1 : 3;
+            const times = (await numpyPeer(calc.scenario, calc.simulation, runs)).sort((a, b) => a - b);
+            const p50 = percentile(times, 50);
+            const ratio = referenceP50 === null ? 'n/a' : `${(referenceP50 / p50).toFixed(2)}×`;
+            console.log(
+              `| ${size.label} | ${calc.name} | numpy peer (numpy ${numpy.version}, python3 child process, same decomposition) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | n/a | ${ratio} |`,
+            );
+          }
+        }
       }
     }
   } finally {
     await sampler.stop();
     for (const backend of backends) await backend.close();
   }
-  console.log('Targets on 2 cores: M p50 ≤ 150 ms, L p50 ≤ 2 s, L peak RSS growth ≤ 1 GB (MX: no target).');
+  console.log(
+    'Targets on 2 cores (issue 12): M p50 ≤ 100 ms, L p50 ≤ 2 s, MX p50 ≤ 200 ms, L peak RSS growth ≤ 256 MiB.',
+  );
+  console.log(
+    `Load average at the end (1/5/15 min): ${load()}. gpu.js GPU path: not measured (no GPU here).`,
+  );
 }
