@@ -59,6 +59,7 @@ let pRes: usize = 0; // v128 × NL×BLOCK
 let pFb: usize = 0; // v128 × k×BLOCK, [projection][slot]
 let pMask: usize = 0; // v128 × 3×BLOCK, [set][slot]
 let pGm: usize = 0; // v128 × BLOCK: one line's G under a set's masks
+let pZd: usize = 0; // v128 × D: the residual normals of a group
 let pSums: usize = 0; // f64x2 × 3 × NL×(k+1)
 
 export function heapBase(): usize {
@@ -123,6 +124,8 @@ export function configure(
   at += (<usize>(3 * BLOCK)) << 4;
   pGm = at;
   at += (<usize>BLOCK) << 4;
+  pZd = at;
+  at += (<usize>drivers) << 4;
   pSums = at;
 }
 
@@ -130,7 +133,7 @@ export function configure(
 export function scratchBytes(k: i32, drivers: i32, lines: i32): usize {
   const width = <usize>(k + 1);
   return (
-    ((<usize>(2 * k + 2 * drivers + 2 * lines * BLOCK + k * BLOCK + 4 * BLOCK)) << 4) +
+    ((<usize>(2 * k + 2 * drivers + drivers + 2 * lines * BLOCK + k * BLOCK + 4 * BLOCK)) << 4) +
     ((3 * <usize>lines * width) << 4)
   );
 }
@@ -220,18 +223,27 @@ function normal(w: v128): v128 {
   // Central region, r = q − ½ ∈ [−0.476, 0).
   const r = f32x4.sub(q, splat(0.5));
   const s = f32x4.mul(r, r);
-  let num = splat(-3.969683028665376e1);
-  num = fma(num, s, splat(2.209460984245205e2));
-  num = fma(num, s, splat(-2.759285104469687e2));
-  num = fma(num, s, splat(1.38357751867269e2));
-  num = fma(num, s, splat(-3.066479806614716e1));
-  num = fma(num, s, splat(2.506628277459239));
-  let den = splat(-5.447609879822406e1);
-  den = fma(den, s, splat(1.615858368580409e2));
-  den = fma(den, s, splat(-1.556989798598866e2));
-  den = fma(den, s, splat(6.680131188771972e1));
-  den = fma(den, s, splat(-1.328068155288572e1));
-  den = fma(den, s, splat(1));
+  // Both polynomials of degree 5 in s by Estrin's scheme (short dependency chains).
+  const s2 = f32x4.mul(s, s);
+  const s4 = f32x4.mul(s2, s2);
+  const num = fma(
+    s4,
+    fma(s, splat(-3.969683028665376e1), splat(2.209460984245205e2)),
+    fma(
+      s2,
+      fma(s, splat(-2.759285104469687e2), splat(1.38357751867269e2)),
+      fma(s, splat(-3.066479806614716e1), splat(2.506628277459239)),
+    ),
+  );
+  const den = fma(
+    s4,
+    fma(s, splat(-5.447609879822406e1), splat(1.615858368580409e2)),
+    fma(
+      s2,
+      fma(s, splat(-1.556989798598866e2), splat(6.680131188771972e1)),
+      fma(s, splat(-1.328068155288572e1), splat(1)),
+    ),
+  );
   let z = f32x4.div(f32x4.mul(num, r), den);
   const tail = f32x4.lt(q, splat(0.02425));
   if (v128.any_true(tail)) {
@@ -253,6 +265,59 @@ function normal(w: v128): v128 {
   return v128.xor(z, v128.and(w, i32x4.splat(0x80000000)));
 }
 
+/**
+ * The residual normals of every driver for a group, into pZd: the same words and normals as
+ * `normal(word(a, b, k + d))`, but the hashes of 4 drivers run in lockstep, since each hash is a
+ * chain of dependent multiplies (latency-bound one at a time).
+ */
+function residualNormals(a: v128, b: v128): void {
+  const k = K;
+  const c1 = i32x4.splat(0x85ebca6b);
+  const c2 = i32x4.splat(0xc2b2ae35);
+  let d = 0;
+  for (; d + 4 <= D; d += 4) {
+    const dim = <u32>(k + d);
+    let h0 = i32x4.add(a, i32x4.splat(<i32>(dim * 0x9e3779b9 + SEED_B)));
+    let h1 = i32x4.add(a, i32x4.splat(<i32>((dim + 1) * 0x9e3779b9 + SEED_B)));
+    let h2 = i32x4.add(a, i32x4.splat(<i32>((dim + 2) * 0x9e3779b9 + SEED_B)));
+    let h3 = i32x4.add(a, i32x4.splat(<i32>((dim + 3) * 0x9e3779b9 + SEED_B)));
+    for (let round = 0; round < 2; round++) {
+      if (round == 1) {
+        h0 = v128.xor(h0, b);
+        h1 = v128.xor(h1, b);
+        h2 = v128.xor(h2, b);
+        h3 = v128.xor(h3, b);
+      }
+      h0 = v128.xor(h0, i32x4.shr_u(h0, 16));
+      h1 = v128.xor(h1, i32x4.shr_u(h1, 16));
+      h2 = v128.xor(h2, i32x4.shr_u(h2, 16));
+      h3 = v128.xor(h3, i32x4.shr_u(h3, 16));
+      h0 = i32x4.mul(h0, c1);
+      h1 = i32x4.mul(h1, c1);
+      h2 = i32x4.mul(h2, c1);
+      h3 = i32x4.mul(h3, c1);
+      h0 = v128.xor(h0, i32x4.shr_u(h0, 13));
+      h1 = v128.xor(h1, i32x4.shr_u(h1, 13));
+      h2 = v128.xor(h2, i32x4.shr_u(h2, 13));
+      h3 = v128.xor(h3, i32x4.shr_u(h3, 13));
+      h0 = i32x4.mul(h0, c2);
+      h1 = i32x4.mul(h1, c2);
+      h2 = i32x4.mul(h2, c2);
+      h3 = i32x4.mul(h3, c2);
+      h0 = v128.xor(h0, i32x4.shr_u(h0, 16));
+      h1 = v128.xor(h1, i32x4.shr_u(h1, 16));
+      h2 = v128.xor(h2, i32x4.shr_u(h2, 16));
+      h3 = v128.xor(h3, i32x4.shr_u(h3, 16));
+    }
+    const at = pZd + ((<usize>d) << 4);
+    v128.store(at, normal(h0));
+    v128.store(at, normal(h1), 16);
+    v128.store(at, normal(h2), 32);
+    v128.store(at, normal(h3), 48);
+  }
+  for (; d < D; d++) v128.store(pZd + ((<usize>d) << 4), normal(word(a, b, <u32>(k + d))));
+}
+
 /** Φ(x) of f32 lanes, Abramowitz–Stegun 26.2.17 (absolute error < 7.5e-8). */
 function vcdf(x: v128): v128 {
   const a = f32x4.abs(x);
@@ -270,14 +335,14 @@ function vcdf(x: v128): v128 {
 
 /** G(x) = expm1(x)/x (1 at 0): a series below |x| = 0.5, else (e^x − 1)/x. */
 function vg(x: v128): v128 {
-  let s = splat(1.0 / 40320);
-  s = fma(s, x, splat(1.0 / 5040));
-  s = fma(s, x, splat(1.0 / 720));
-  s = fma(s, x, splat(1.0 / 120));
-  s = fma(s, x, splat(1.0 / 24));
-  s = fma(s, x, splat(1.0 / 6));
-  s = fma(s, x, splat(0.5));
-  s = fma(s, x, splat(1));
+  // Estrin's scheme (short dependency chains): Σ x^i/(i+1)!, i ≤ 7.
+  const x2 = f32x4.mul(x, x);
+  const x4 = f32x4.mul(x2, x2);
+  const p01 = fma(x, splat(0.5), splat(1));
+  const p23 = fma(x, splat(1.0 / 24), splat(1.0 / 6));
+  const p45 = fma(x, splat(1.0 / 720), splat(1.0 / 120));
+  const p67 = fma(x, splat(1.0 / 40320), splat(1.0 / 5040));
+  const s = fma(x4, fma(x2, p67, p45), fma(x2, p23, p01));
   const big = f32x4.ge(f32x4.abs(x), splat(0.5));
   if (!v128.any_true(big)) return s;
   const direct = f32x4.div(f32x4.sub(vexp(x), splat(1)), x);
@@ -324,6 +389,7 @@ function drawGroup(paths: v128, lossOut: usize, slot: i32): void {
     v128.store(pFb + ((<usize>(j * BLOCK + slot)) << 4), v128.load(pF + ((<usize>j) << 4)));
   }
   // Drivers.
+  residualNormals(a, b);
   for (let d = 0; d < D; d++) {
     const row = pBeta + ((<usize>(d * k)) << 2);
     let sys = splat(0);
@@ -332,7 +398,7 @@ function drawGroup(paths: v128, lossOut: usize, slot: i32): void {
     }
     let e = fma(
       v128.load32_splat(pSd + ((<usize>d) << 2)),
-      normal(word(a, b, <u32>(k + d))),
+      v128.load(pZd + ((<usize>d) << 4)),
       v128.load32_splat(pMu + ((<usize>d) << 2)),
     );
     let x = f32x4.add(sys, e);
