@@ -390,12 +390,40 @@ function drawGroup(paths: v128, lossOut: usize, slot: i32): void {
   }
   // Drivers.
   residualNormals(a, b);
-  for (let d = 0; d < D; d++) {
+  // β·f of 4 drivers in lockstep (4 independent add chains); each driver's sum keeps its j order.
+  let d = 0;
+  for (; d + 4 <= D; d += 4) {
+    const row = pBeta + ((<usize>(d * k)) << 2);
+    const stride = (<usize>k) << 2;
+    let s0 = splat(0);
+    let s1 = splat(0);
+    let s2 = splat(0);
+    let s3 = splat(0);
+    for (let j = 0; j < k; j++) {
+      const fj = v128.load(pF + ((<usize>j) << 4));
+      const at = row + ((<usize>j) << 2);
+      s0 = fma(v128.load32_splat(at), fj, s0);
+      s1 = fma(v128.load32_splat(at + stride), fj, s1);
+      s2 = fma(v128.load32_splat(at + 2 * stride), fj, s2);
+      s3 = fma(v128.load32_splat(at + 3 * stride), fj, s3);
+    }
+    const at = pX + ((<usize>d) << 4);
+    v128.store(at, s0);
+    v128.store(at, s1, 16);
+    v128.store(at, s2, 32);
+    v128.store(at, s3, 48);
+  }
+  for (; d < D; d++) {
     const row = pBeta + ((<usize>(d * k)) << 2);
     let sys = splat(0);
     for (let j = 0; j < k; j++) {
       sys = fma(v128.load32_splat(row + ((<usize>j) << 2)), v128.load(pF + ((<usize>j) << 4)), sys);
     }
+    v128.store(pX + ((<usize>d) << 4), sys);
+  }
+  // x = β·f + e, e = μ + sd·z; a pinned driver moves by exactly c (pX held β·f until here).
+  for (let d = 0; d < D; d++) {
+    const sys = v128.load(pX + ((<usize>d) << 4));
     let e = fma(
       v128.load32_splat(pSd + ((<usize>d) << 2)),
       v128.load(pZd + ((<usize>d) << 4)),
