@@ -206,12 +206,14 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   const sizes = SIZES.filter((s) => (flag('size') ?? s.label) === s.label);
   const only = flag('backends')?.split(',');
   const threads = os.availableParallelism();
+  const load = () =>
+    os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ');
   console.log(
     `\nCalculation benchmark: ${PATHS} paths; machine: ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${threads} cores, ` +
-      `${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, Node ${process.version}, load average ${os
-        .loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}`,
+      `${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, Node ${process.version}, load average (1/5/15 min) ${load()}`,
   );
   const peer = argv.includes('--no-numpy') ? 'not measured (--no-numpy)' : await numpyPeer();
   console.log(
@@ -228,7 +230,7 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   );
   await probe.backend.close();
 
-  const names: BackendName[] = ['reference', 'typed', 'threads', 'gpujs'];
+  const names: BackendName[] = ['reference', 'typed', 'threads', 'wasm', 'gpujs'];
   const backends: SimulationBackend[] = [];
   for (const name of names.filter((n) => only?.includes(n) ?? true))
     backends.push(await createBackend(name, { threads }));
@@ -305,5 +307,8 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   }
   console.log(
     'Targets on 2 cores (issue 12): M p50 ≤ 100 ms, L p50 ≤ 2 s, MX p50 ≤ 200 ms, L peak RSS growth ≤ 256 MiB.',
+  );
+  console.log(
+    `Load average at the end (1/5/15 min): ${load()}. gpu.js GPU path: not measured (no GPU here).`,
   );
 }

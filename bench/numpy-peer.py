@@ -1,134 +1,116 @@
-"""numpy peer of calc/simulation.ts (issue 12, "benchmark honesty"): the same two-pass tail
-decomposition a quant would write in numpy, vectorised over paths, chunked, with the factor
-products through BLAS (matrix products), run on the very scenario the TypeScript backends run.
+"""numpy peer of the calculation benchmark (bench/calc.bench.ts): the same two-pass tail
+decomposition as calc/simulation.ts, written the way a quant would in numpy (vectorised, chunked,
+BLAS for the matrix products), for the linear books of the M and L cases.
 
-Reads a JSON scenario on stdin (k, regimes [{probability, mean, root}], beta D×k row-major,
-residualSd, exposure, pinned, residualMean, paths, tail, seed, runs) and prints one JSON line:
-{numpy, blas, times_ms, result: {ev, cvar_neg, cvar_pos} per driver (D×(k+1)), checks}.
+Reads a scenario as JSON on stdin: k, regimes [{probability, mean, root}], beta (D*k), residualSd,
+exposure, pinned ({driver, logReturn} or null), paths, tail, runs. Writes JSON on stdout:
+{"times_ms": [...], "numpy", "python", "blas", "checks": {ev_expected, ev_total, cvar_neg_expected,
+cvar_neg_total}}: the mean and worst-tail mean of the portfolio P&L, and what the components of each
+sum to (equal to them: the decomposition is exact), to set beside the reference's figures.
 
-Pass 1 draws every path (per-chunk generators, so pass 2 can draw the same numbers again) and keeps
-only the portfolio P&L L. The tail sets are the m = ceil(tail·P) worst and best paths. Pass 2 draws
-again and sums, per driver and projection, v·g(x)·β·f and v·g(x)·e over all paths and over each tail
-set (g(x) = expm1(x)/x), which is §6's exact decomposition: the components of a path sum to its P&L.
-Lines (options, FX pairs) are not modelled here; the benchmark runs this peer on linear books only.
+Pass 1 draws every chunk of paths (a generator seeded by (seed, chunk), so any chunk can be drawn
+again), keeps L per path and accumulates the ev components G.T @ f and sum(G*e); pass 2 draws the
+chunks again and accumulates the components of the worst and best m paths.
 """
 
 import json
-import math
 import sys
 import time
 
 import numpy as np
 
-CHUNK = 8192
+CHUNK = 2048
 
 
-def simulate(spec):
-    k = spec["k"]
-    paths = spec["paths"]
-    beta = np.asarray(spec["beta"], dtype=np.float64).reshape(-1, k)
+def run(s):
+    k = s["k"]
+    beta = np.asarray(s["beta"], dtype=np.float64).reshape(-1, k)
     drivers = beta.shape[0]
-    sd = np.asarray(spec["residualSd"], dtype=np.float64)
-    exposure = np.asarray(spec["exposure"], dtype=np.float64)
-    residual_mean = np.asarray(spec.get("residualMean") or np.zeros(drivers), dtype=np.float64)
-    regimes = [
-        (
-            r["probability"],
-            np.asarray(r["mean"], dtype=np.float64),
-            np.asarray(r["root"], dtype=np.float64).reshape(k, k),
-        )
-        for r in spec["regimes"]
-    ]
-    cumulative = np.cumsum([p for p, _, _ in regimes])
-    pinned = spec.get("pinned")
-    seed = spec["seed"]
-    chunks = range(0, paths, CHUNK)
+    sd = np.asarray(s["residualSd"], dtype=np.float64)
+    v = np.asarray(s["exposure"], dtype=np.float64)
+    probs = np.cumsum([r["probability"] for r in s["regimes"]])
+    means = [np.asarray(r["mean"]) for r in s["regimes"]]
+    roots = [np.asarray(r["root"]).reshape(k, k) for r in s["regimes"]]
+    pinned = s["pinned"]
+    paths = s["paths"]
+    m = int(np.ceil(s["tail"] * paths - 1e-9))
 
-    def draw(start):
-        rng = np.random.default_rng([seed, start])
-        n = min(CHUNK, paths - start)
-        u = rng.random(n)
+    def draw(chunk):
+        rng = np.random.default_rng([12345, chunk])
+        n = min(CHUNK, paths - chunk * CHUNK)
         z = rng.standard_normal((n, k))
-        eps = rng.standard_normal((n, drivers))
-        which = np.minimum(np.searchsorted(cumulative, u, side="right"), len(regimes) - 1)
+        u = rng.random(n)
+        regime = np.searchsorted(probs, u, side="right").clip(0, len(roots) - 1)
         f = np.empty((n, k))
-        for r, (_, mean, root) in enumerate(regimes):
-            rows = which == r
+        for r, (mean, root) in enumerate(zip(means, roots)):
+            rows = regime == r
             f[rows] = mean + z[rows] @ root.T
-        e = eps * sd + residual_mean
-        x = f @ beta.T + e
+        systematic = f @ beta.T
+        e = rng.standard_normal((n, drivers)) * sd
         if pinned is not None:
-            d, c = pinned["driver"], pinned["logReturn"]
-            e[:, d] = c - f @ beta[d]
-            x[:, d] = c
-        return f, e, x
+            d = pinned["driver"]
+            e[:, d] = pinned["logReturn"] - systematic[:, d]
+        x = systematic + e
+        move = np.expm1(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = np.where(x == 0, 1.0, move / x)
+        return f, e, g, move @ v
 
-    # Pass 1: the portfolio P&L of every path.
-    total = np.empty(paths)
-    for start in chunks:
-        _, _, x = draw(start)
-        total[start : start + x.shape[0]] = np.expm1(x) @ exposure
-    m = math.ceil(spec["tail"] * paths)
-    worst = np.zeros(paths, dtype=bool)
-    best = np.zeros(paths, dtype=bool)
-    worst[np.argpartition(total, m - 1)[:m]] = True
-    best[np.argpartition(total, paths - m)[paths - m :]] = True
-
-    # Pass 2: the components, summed over all paths and over each tail set.
-    sums = {name: (np.zeros((drivers, k)), np.zeros(drivers)) for name in ("ev", "cvar_neg", "cvar_pos")}
-    for start in chunks:
-        f, e, x = draw(start)
-        n = x.shape[0]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            g = np.where(x == 0.0, 1.0, np.expm1(x) / x)
-        w = g * exposure
-        for name, rows in (
-            ("ev", slice(None)),
-            ("cvar_neg", worst[start : start + n]),
-            ("cvar_pos", best[start : start + n]),
-        ):
-            factor, residual = sums[name]
-            factor += w[rows].T @ f[rows]
-            residual += np.einsum("pd,pd->d", w[rows], e[rows])
-    counts = {"ev": paths, "cvar_neg": m, "cvar_pos": m}
-    result = {}
-    for name, (factor, residual) in sums.items():
-        components = np.concatenate([beta * factor, residual[:, None]], axis=1) / counts[name]
-        result[name] = components
-    checks = {
-        "ev_total": float(result["ev"].sum()),
-        "ev_expected": float(total.mean()),
-        "cvar_neg_total": float(result["cvar_neg"].sum()),
-        "cvar_neg_expected": float(total[worst].mean()),
+    chunks = (paths + CHUNK - 1) // CHUNK
+    loss = np.empty(paths)
+    ev_f = np.zeros((drivers, k))
+    ev_e = np.zeros(drivers)
+    for c in range(chunks):
+        f, e, g, L = draw(c)
+        loss[c * CHUNK : c * CHUNK + len(L)] = L
+        ev_f += g.T @ f
+        ev_e += (g * e).sum(axis=0)
+    order = np.argsort(loss, kind="stable")
+    flags = np.zeros(paths, dtype=np.int8)
+    flags[order[:m]] |= 1
+    flags[order[-m:]] |= 2
+    sums = {bit: (np.zeros((drivers, k)), np.zeros(drivers)) for bit in (1, 2)}
+    for c in range(chunks):
+        rows = flags[c * CHUNK : (c + 1) * CHUNK]
+        if not rows.any():
+            continue
+        f, e, g, _ = draw(c)
+        for bit, (sf, se) in sums.items():
+            sel = (rows & bit) != 0
+            if sel.any():
+                sf += g[sel].T @ f[sel]
+                se += (g[sel] * e[sel]).sum(axis=0)
+    worst_f, worst_e = sums[1]
+    return {
+        "ev_expected": float(loss.mean()),
+        "ev_total": float(((v[:, None] * beta * ev_f).sum() + (v * ev_e).sum()) / paths),
+        "cvar_neg_expected": float(loss[order[:m]].mean()),
+        "cvar_neg_total": float(((v[:, None] * beta * worst_f).sum() + (v * worst_e).sum()) / m),
     }
-    return result, checks
 
 
 def main():
-    spec = json.load(sys.stdin)
+    s = json.load(sys.stdin)
     times = []
-    result, checks = None, None
-    for _ in range(spec.get("runs", 1)):
-        started = time.perf_counter()
-        result, checks = simulate(spec)
-        times.append((time.perf_counter() - started) * 1000)
+    checks = None
+    for _ in range(s["runs"]):
+        start = time.perf_counter()
+        checks = run(s)
+        times.append((time.perf_counter() - start) * 1000)
     try:
-        blas = ", ".join(
-            sorted({str(v.get("name", "")) for v in np.show_config(mode="dicts")["Build Dependencies"].values() if isinstance(v, dict)} - {""})
-        )
-    except Exception:  # noqa: BLE001 (older numpy: no dict mode)
-        blas = "unknown"
-    print(
-        json.dumps(
-            {
-                "numpy": np.__version__,
-                "blas": blas,
-                "python": sys.version.split()[0],
-                "times_ms": times,
-                "result": {name: values.tolist() for name, values in result.items()},
-                "checks": checks,
-            }
-        )
+        deps = np.show_config(mode="dicts")["Build Dependencies"]
+        blas = deps["blas"]["name"]
+    except Exception:  # older numpy: no dict mode
+        blas = ""
+    json.dump(
+        {
+            "times_ms": times,
+            "numpy": np.__version__,
+            "python": sys.version.split()[0],
+            "blas": blas,
+            "checks": checks,
+        },
+        sys.stdout,
     )
 
 

@@ -49,7 +49,7 @@ export const LOAD_SHEDDING_DEFAULTS = {
   maxConcurrentUploads: 8,
 } as const;
 
-export const CALC_BACKEND_SETTINGS = ['auto', 'reference', 'typed', 'threads', 'gpujs'] as const;
+export const CALC_BACKEND_SETTINGS = ['auto', 'reference', 'typed', 'threads', 'wasm', 'gpujs'] as const;
 export type CalcBackendSetting = (typeof CALC_BACKEND_SETTINGS)[number];
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -157,7 +157,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     name: 'CALC_BACKEND',
     default: 'auto',
     description:
-      'Monte Carlo backend: `auto` (the first process times typed, threads, gpujs; all processes use the fastest), or reference, typed, threads, gpujs.',
+      'Monte Carlo backend: `auto` (the first process times typed, threads, wasm, gpujs; all processes use the fastest), or reference, typed, threads, wasm, gpujs.',
   },
   {
     name: 'CALC_THREADS',

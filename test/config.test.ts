@@ -92,7 +92,7 @@ describe('configuration', () => {
     [
       'CALC_BACKEND',
       'cuda',
-      'CALC_BACKEND must be one of auto, reference, typed, threads, gpujs, got "cuda"',
+      'CALC_BACKEND must be one of auto, reference, typed, threads, wasm, gpujs, got "cuda"',
     ],
     ['CALC_THREADS', '0', 'CALC_THREADS must be between 1 and 256, got 0'],
     ['MAX_PAYLOAD_BYTES', '12', 'MAX_PAYLOAD_BYTES must be between 1024 and 1073741824, got 12'],

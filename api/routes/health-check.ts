@@ -19,7 +19,7 @@ const HealthCheck = Type.Object({
   name: Type.String(),
   calculation_backend: Type.Object(
     {
-      name: Type.String({ description: 'reference, typed, threads or gpujs.' }),
+      name: Type.String({ description: 'reference, typed, threads, wasm or gpujs.' }),
       detail: Type.String({ description: 'Thread count, or the gpu.js mode (webgpu, webasm, cpu).' }),
       chosen_by: Type.String({
         description:

@@ -7,7 +7,7 @@
 import type { TailSets } from '../kernels/tail-sets';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 
-export type BackendName = 'reference' | 'typed' | 'threads' | 'gpujs';
+export type BackendName = 'reference' | 'typed' | 'threads' | 'wasm' | 'gpujs';
 
 export interface SimulationBackend {
   readonly name: BackendName;

@@ -10,7 +10,7 @@ import { threadsBackend } from './threads';
 import { typedBackend } from './typed';
 
 export interface BackendPreferences {
-  /** Backends to consider, in order of preference on a tie. Default: typed, threads, gpujs. */
+  /** Backends to consider, in order of preference on a tie. Default: typed, threads, wasm, gpujs. */
   readonly candidates?: readonly BackendName[];
   /** Worker count for `threads` (e.g. os.availableParallelism()); below 2 `threads` is skipped. */
   readonly threads: number;
@@ -29,6 +29,9 @@ export async function createBackend(
       return typedBackend();
     case 'threads':
       return threadsBackend({ threads: preferences.threads });
+    case 'wasm':
+      // WebAssembly SIMD kernel on worker_threads; one worker when the machine has one core.
+      return threadsBackend({ threads: Math.max(1, preferences.threads), kernel: 'wasm' });
     case 'gpujs': {
       // Loaded on demand: gpu.js probes its webgpu/webasm/cpu modes when it loads.
       const { gpujsBackend } = await import('./gpujs');
@@ -67,7 +70,7 @@ export interface ProbeResult {
  * reported. `typed` always works, so there is always a result.
  */
 export async function chooseBackend(preferences: BackendPreferences): Promise<ProbeResult> {
-  const candidates = preferences.candidates ?? ['typed', 'threads', 'gpujs'];
+  const candidates = preferences.candidates ?? ['typed', 'threads', 'wasm', 'gpujs'];
   const scenario = probeScenario();
   const options = { paths: 8192, seed: seedFromNumber(1), tail: 0.05 };
   const timings: Record<string, number | string> = {};

@@ -2,8 +2,18 @@
 import type { Seed } from '../random';
 import type { Scenario } from '../simulation';
 
+/** Which kernel a pool's workers run. */
+export type ThreadKernel = 'blocked' | 'wasm';
+
 export type ThreadRequest =
-  | { readonly type: 'scenario'; readonly call: number; readonly scenario: Scenario; readonly seed: Seed }
+  | {
+      readonly type: 'scenario';
+      readonly call: number;
+      readonly scenario: Scenario;
+      readonly seed: Seed;
+      /** `blocked`: calc/kernels/path-block.ts (reference bits); `wasm`: the SIMD kernel. */
+      readonly kernel: ThreadKernel;
+    }
   | {
       readonly type: 'pass1';
       readonly call: number;

@@ -6,17 +6,26 @@
 import { parentPort } from 'node:worker_threads';
 import { BLOCK_PATHS, newSetSums, PathBlockKernel } from '../kernels/path-block';
 import { lineCount } from '../kernels/line-pricing';
+import { WasmKernel } from '../kernels/wasm-kernel';
 import type { ThreadReply, ThreadRequest } from './thread-protocol';
 
 let current: { call: number; kernel: PathBlockKernel; drivers: number; width: number } | null = null;
+let wasm: { call: number; kernel: WasmKernel } | null = null;
 
 function handle(request: ThreadRequest): { reply: ThreadReply; transfer: ArrayBuffer[] } | null {
   if (request.type === 'scenario') {
     const { scenario, seed, call } = request;
+    current = null;
+    wasm = null;
+    if (request.kernel === 'wasm') {
+      wasm = { call, kernel: new WasmKernel(scenario, seed) };
+      return null;
+    }
     const drivers = lineCount(scenario);
     current = { call, kernel: new PathBlockKernel(scenario, seed), drivers, width: scenario.k + 1 };
     return null;
   }
+  if (wasm !== null && wasm.call === request.call) return handleWasm(wasm.kernel, request);
   if (current === null || current.call !== request.call) throw new Error('No scenario for this call.');
   const { kernel, drivers, width } = current;
   if (request.type === 'pass1') {
@@ -45,6 +54,23 @@ function handle(request: ThreadRequest): { reply: ThreadReply; transfer: ArrayBu
     band: sums.band,
   };
   return { reply, transfer: [sums.neg.buffer, sums.pos.buffer, sums.band.buffer] };
+}
+
+function handleWasm(
+  kernel: WasmKernel,
+  request: Exclude<ThreadRequest, { type: 'scenario' }>,
+): { reply: ThreadReply; transfer: ArrayBuffer[] } {
+  const { call, chunk } = request;
+  if (request.type === 'pass1') {
+    const { loss, ev } = kernel.pass1(request.first, request.count);
+    return { reply: { type: 'pass1', call, chunk, loss, ev }, transfer: [loss.buffer, ev.buffer] };
+  }
+  const { neg, pos, band } = kernel.pass2(request.ids, request.masks);
+  const bandSums = request.band ? band : new Float64Array(0);
+  return {
+    reply: { type: 'pass2', call, chunk, neg, pos, band: bandSums },
+    transfer: [neg.buffer, pos.buffer, bandSums.buffer],
+  };
 }
 
 parentPort?.on('message', (request: ThreadRequest) => {

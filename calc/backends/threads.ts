@@ -10,6 +10,10 @@
  * thread over L in path order and equal the reference's bits; the per-driver component means are
  * sums of chunk partials, which differ from the reference's one running sum only by f64 rounding
  * (measured ≤ 1e-12 relative to the array's largest entry; see test/calc/backends.test.ts).
+ *
+ * With `kernel: 'wasm'` the same pool, chunks and merge order run the WebAssembly SIMD kernel: the
+ * `wasm` backend. Its chunks are drawn from its own counter-based generator, so it agrees with the
+ * reference within Monte Carlo error, and gives the same bits for any thread count.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -17,10 +21,15 @@ import { findTailSets } from '../kernels/tail-sets';
 import { lineCount } from '../kernels/line-pricing';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
-import type { ThreadReply, ThreadRequest } from './thread-protocol';
+import type { ThreadKernel, ThreadReply, ThreadRequest } from './thread-protocol';
 
 /** Paths per pass-1 chunk, fixed so the merge order is the same for any thread count. */
 export const CHUNK_PATHS = 8192;
+/**
+ * Paths per pass-1 chunk of the wasm kernel: it runs about 8× faster per path, so smaller chunks
+ * keep the workers evenly loaded at the end of a pass. Fixed, like CHUNK_PATHS.
+ */
+export const WASM_CHUNK_PATHS = 4096;
 /** Tail paths per pass-2 chunk. */
 export const CHUNK_TAIL = 2048;
 
@@ -32,6 +41,11 @@ export interface ThreadsOptions {
    * tsx, as the service itself runs (`node --import tsx`).
    */
   readonly startWorker?: () => Worker;
+  /**
+   * The workers' kernel: `blocked` (default; the `threads` backend, reference bits) or `wasm` (the
+   * `wasm` backend: WebAssembly SIMD, its own generator, calc/kernels/wasm-kernel.ts).
+   */
+  readonly kernel?: ThreadKernel;
 }
 
 type Job = { request: ThreadRequest; transfer: ArrayBuffer[] };
@@ -42,6 +56,8 @@ function defaultWorker(): Worker {
 
 export function threadsBackend(options: ThreadsOptions): SimulationBackend {
   const threads = Math.max(1, Math.floor(options.threads));
+  const kernel = options.kernel ?? 'blocked';
+  const chunkPaths = kernel === 'wasm' ? WASM_CHUNK_PATHS : CHUNK_PATHS;
   const workers = Array.from({ length: threads }, () => (options.startWorker ?? defaultWorker)());
   // Idle workers must not keep the process alive; a running simulation refs them (runJobs).
   workers.forEach((w) => w.unref());
@@ -88,7 +104,13 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
           cleanup();
           reject(error);
         });
-        worker.postMessage({ type: 'scenario', call, scenario, seed: options.seed } satisfies ThreadRequest);
+        worker.postMessage({
+          type: 'scenario',
+          call,
+          scenario,
+          seed: options.seed,
+          kernel,
+        } satisfies ThreadRequest);
         feed(worker);
       }
     });
@@ -103,8 +125,8 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
     const withBand = options.varBand === true;
 
     const pass1: Job[] = [];
-    for (let first = 0, chunk = 0; first < paths; first += CHUNK_PATHS, chunk++) {
-      const count = Math.min(CHUNK_PATHS, paths - first);
+    for (let first = 0, chunk = 0; first < paths; first += chunkPaths, chunk++) {
+      const count = Math.min(chunkPaths, paths - first);
       pass1.push({ request: { type: 'pass1', call, chunk, first, count }, transfer: [] });
     }
     note('portfolio P&L per path', paths);
@@ -115,7 +137,7 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
     const replies1 = await runJobs(call, scenario, options, pass1);
     replies1.forEach((reply, chunk) => {
       if (reply.type !== 'pass1') throw new Error('unexpected reply');
-      loss.set(reply.loss, chunk * CHUNK_PATHS);
+      loss.set(reply.loss, chunk * chunkPaths);
       for (let i = 0; i < ev.length; i++) ev[i]! += reply.ev[i]!;
     });
     let evTotal = 0;
@@ -145,8 +167,11 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
   };
 
   return {
-    name: 'threads',
-    detail: `${threads} worker_threads, ${CHUNK_PATHS}-path chunks`,
+    name: kernel === 'wasm' ? 'wasm' : 'threads',
+    detail:
+      kernel === 'wasm'
+        ? `WebAssembly SIMD f32x4 (own generator), ${threads} worker_threads, ${chunkPaths}-path chunks`
+        : `${threads} worker_threads, ${chunkPaths}-path chunks`,
     // One simulation at a time per pool: the workers hold one scenario each.
     simulate: (scenario, options) => {
       const run = queue.then(() => simulate(scenario, options));

@@ -61,7 +61,7 @@ interface RecordedChoice {
  *
  * Without a database (tests, the in-process app) the probe is this process's own. The probe is a
  * fixed 200-security, 8192-path case, about a second on 2 cores, and keeps the fastest of typed,
- * threads and gpujs.
+ * threads, wasm and gpujs.
  */
 export async function startSimulationEngine(
   settings: { calcBackend: CalcBackendSetting; calcThreads: number },

@@ -455,6 +455,27 @@ describe('calculations', () => {
     }
   });
 
+  test('CALC_BACKEND=wasm: the health check names it and its kernel; a stress test answers', async () => {
+    const simulation = await startSimulationEngine({ calcBackend: 'wasm', calcThreads: 2 });
+    const other = await createTestApp(h.db, { simulation });
+    try {
+      const health = await other.app.inject({ method: 'GET', url: '/v2/health_check' });
+      expect(health.json().calculation_backend).toMatchObject({ name: 'wasm', chosen_by: 'configured' });
+      expect(health.json().calculation_backend.detail).toMatch(/^WebAssembly SIMD f32x4/);
+      const res = await other.app.inject({
+        method: 'POST',
+        url: '/v2/calculations/stress_test',
+        payload: { securities: BOOK.slice(0, 2), date: DATE, magnitude: -0.1, horizon: 20 },
+        headers: { authorization: h.account.bearer },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().stress_test.results).toHaveLength(2);
+    } finally {
+      await other.close();
+      await simulation.backend.close();
+    }
+  });
+
   test('defaults written out give the same numbers as left out', async () => {
     const explicit = await attribution({
       securities: BOOK.slice(0, 2),

@@ -8,6 +8,7 @@ import { chooseBackend, createBackend } from '../../calc/backends/choose';
 import type { SimulationBackend } from '../../calc/backends/backend';
 import { simulateTyped } from '../../calc/backends/typed';
 import { BLOCK_PATHS } from '../../calc/kernels/path-block';
+import { findTailSets } from '../../calc/kernels/tail-sets';
 import { prepareRiskAttribution } from '../../calc/risk-attribution';
 import { seedFromNumber } from '../../calc/random';
 import {
@@ -376,5 +377,38 @@ test('chooseBackend times the candidates and names the one it keeps', async () =
     for (const t of Object.values(timings)) if (typeof t === 'number') expect(chosen).toBeLessThanOrEqual(t);
   } finally {
     await backend.close();
+  }
+});
+
+test('findTailSets ranks by (L, path index) exactly as a comparator sort does, ties and −0 included', () => {
+  const slow = (loss: Float64Array, tail: number) => {
+    const paths = loss.length;
+    const order = Array.from({ length: paths }, (_, p) => p).sort((a, b) => loss[a]! - loss[b]! || a - b);
+    const m = Math.min(paths, Math.max(1, Math.ceil(tail * paths - 1e-9)));
+    const flags = new Uint8Array(paths);
+    for (let i = 0; i < m; i++) {
+      flags[order[i]!]! |= 1;
+      flags[order[paths - 1 - i]!]! |= 2;
+    }
+    const half = Math.floor(0.005 * paths);
+    const count = Math.min(2 * half + 1, paths);
+    const start = Math.min(Math.max(m - 1 - half, 0), paths - count);
+    for (let i = start; i < start + count; i++) flags[order[i]!]! |= 4;
+    return flags;
+  };
+  let state = 12345;
+  const next = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  for (let trial = 0; trial < 200; trial++) {
+    const n = 1 + Math.floor(next() * 2500);
+    const levels = [2, 5, 50, 1e9][trial % 4]!;
+    const loss = Float64Array.from(
+      { length: n },
+      () => Math.floor(next() * levels) * (next() < 0.1 ? -0 : 1),
+    );
+    const tail = [0.01, 0.05, 0.5, 0.9, 1][trial % 5]!;
+    expect({ trial, flags: Array.from(findTailSets(loss, tail, true).flags) }).toEqual({
+      trial,
+      flags: Array.from(slow(loss, tail)),
+    });
   }
 });

@@ -28,7 +28,7 @@ describe('the installation’s simulation backend, shared through PostgreSQL', (
   test('two processes starting together probe once and compute with the same backend', async () => {
     const [api, worker] = await Promise.all([start('auto'), start('auto')]);
     expect(worker.backend.name).toBe(api.backend.name);
-    expect(['typed', 'threads', 'gpujs']).toContain(api.backend.name);
+    expect(['typed', 'threads', 'wasm', 'gpujs']).toContain(api.backend.name);
     expect(worker.probe).toEqual(api.probe);
     expect(worker.chosenAt).toBe(api.chosenAt);
     const rows = await db('calculation_backend').select('name', 'probe_ms');

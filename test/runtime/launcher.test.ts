@@ -172,7 +172,10 @@ describe('launcher', () => {
       version: 'v2',
       name: 'Portfolio Analytics Service',
       // CALC_BACKEND defaults to auto: the start-up probe picked one of its candidates.
-      calculation_backend: { chosen_by: 'probe', name: expect.stringMatching(/^(typed|threads|gpujs)$/) },
+      calculation_backend: {
+        chosen_by: 'probe',
+        name: expect.stringMatching(/^(typed|threads|wasm|gpujs)$/),
+      },
     });
     const ui = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/`);
     expect(ui.status).toBe(200);

@@ -1,0 +1,227 @@
+/**
+ * Host side of the WebAssembly SIMD kernel (calc/wasm/assembly/kernel.ts): lays out one scenario in
+ * the module's memory and runs pass 1 (every path's L and the ev sums) and pass 2 (the tail paths'
+ * sums) over path ranges or id lists. One instance per thread. See the kernel's header for the
+ * generator and the arithmetic (f32 lanes, f64 sums over paths); it does not reproduce the
+ * reference's Philox stream, only its distribution (methodology §5).
+ */
+import type { Seed } from '../random';
+import type { Scenario } from '../simulation';
+import { KERNEL_WASM_BASE64 } from '../wasm/kernel-module';
+import { lineCount, OPTION_FIELDS } from './line-pricing';
+
+/** The part of the WebAssembly API used here (the project's lib settings carry no DOM types). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+type WasmModule = object;
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (module: WasmModule, imports: object) => { readonly exports: object };
+}
+const { WebAssembly: wasm } = globalThis as unknown as { WebAssembly: WasmApi };
+
+interface KernelExports {
+  readonly memory: WasmMemory;
+  heapBase(): number;
+  scratchBytes(k: number, drivers: number, lines: number): number;
+  configure(...args: number[]): void;
+  sumsAddress(set: number): number;
+  reset(): void;
+  pass1(first: number, count: number, loss: number, scratchLoss: number): void;
+  pass2(ids: number, masks: number, count: number, scratchLoss: number): void;
+}
+
+/** Paths (pass 1) or ids (pass 2) per kernel call; a caller's range is cut into these in order. */
+export const WASM_CALL_PATHS = 4096;
+/** Option fields per line in the kernel: right, ln(S/K), S, K, σ√T_h, P0, 2 spare. */
+const KERNEL_OPTION_FIELDS = 8;
+
+let compiled: WasmModule | null = null;
+
+/** The compiled module, shared by every instance in this thread. */
+export function wasmModule(): WasmModule {
+  compiled ??= new wasm.Module(Buffer.from(KERNEL_WASM_BASE64, 'base64'));
+  return compiled;
+}
+
+export interface WasmSums {
+  /** Pass 1: ev; pass 2: neg, pos, band (each lines × (k+1)). */
+  readonly sets: Float64Array<ArrayBuffer>[];
+}
+
+export class WasmKernel {
+  private readonly exports: KernelExports;
+  private readonly size: number;
+  private readonly lossAt: number;
+  private readonly idsAt: number;
+  private readonly masksAt: number;
+  private readonly scratchLossAt: number;
+
+  constructor(scenario: Scenario, seed: Seed) {
+    const instance = new wasm.Instance(wasmModule(), {
+      env: {
+        abort: () => {
+          throw new Error('wasm kernel aborted');
+        },
+      },
+    });
+    const ex = instance.exports as unknown as KernelExports;
+    this.exports = ex;
+    const { k, regimes } = scenario;
+    const drivers = scenario.exposure.length;
+    const lines = lineCount(scenario);
+    const R = regimes.length;
+    this.size = lines * (k + 1);
+
+    let at = align(ex.heapBase(), 16);
+    const take = (bytes: number) => {
+      const start = at;
+      at = align(at + bytes, 16);
+      return start;
+    };
+    const regCum = take(4 * R);
+    const regMean = take(4 * R * k);
+    const regRoot = take(4 * R * k * k);
+    const beta = take(4 * drivers * k);
+    const sd = take(4 * drivers);
+    const mu = take(4 * drivers);
+    const primary = take(4 * lines);
+    const fx = take(4 * lines);
+    const exposure = take(8 * lines);
+    const option = take(4 * KERNEL_OPTION_FIELDS * lines);
+    this.scratchLossAt = take(32);
+    this.lossAt = take(8 * WASM_CALL_PATHS);
+    this.idsAt = take(4 * WASM_CALL_PATHS);
+    this.masksAt = take(WASM_CALL_PATHS);
+    const scratch = take(ex.scratchBytes(k, drivers, lines));
+    const pages = Math.ceil(at / 65536) - ex.memory.buffer.byteLength / 65536;
+    if (pages > 0) ex.memory.grow(pages);
+    const buffer = ex.memory.buffer;
+
+    const f32 = (address: number, n: number) => new Float32Array(buffer, address, n);
+    let cumulative = 0;
+    regimes.forEach((regime, r) => {
+      cumulative += regime.probability;
+      f32(regCum, R)[r] = cumulative;
+      f32(regMean + 4 * r * k, k).set(regime.mean);
+      f32(regRoot + 4 * r * k * k, k * k).set(regime.root);
+    });
+    f32(beta, drivers * k).set(scenario.beta.subarray(0, drivers * k));
+    f32(sd, drivers).set(scenario.residualSd.subarray(0, drivers));
+    if (scenario.residualMean) f32(mu, drivers).set(scenario.residualMean.subarray(0, drivers));
+    const lineSet = scenario.lines;
+    if (lineSet === undefined) {
+      new Int32Array(buffer, primary, lines).forEach((_, l, a) => (a[l] = l));
+      new Int32Array(buffer, fx, lines).fill(-1);
+      new Float64Array(buffer, exposure, lines).set(scenario.exposure);
+    } else {
+      new Int32Array(buffer, primary, lines).set(lineSet.primary);
+      new Int32Array(buffer, fx, lines).set(lineSet.fx);
+      new Float64Array(buffer, exposure, lines).set(lineSet.exposure);
+      const terms = lineSet.option;
+      if (terms !== null) {
+        const out = f32(option, lines * KERNEL_OPTION_FIELDS);
+        for (let l = 0; l < lines; l++) {
+          const o = l * OPTION_FIELDS;
+          const right = terms[o]!;
+          if (right === 0) continue;
+          const [spot, strike, years, sigma, p0] = [
+            terms[o + 1]!,
+            terms[o + 2]!,
+            terms[o + 3]!,
+            terms[o + 4]!,
+            terms[o + 5]!,
+          ];
+          out.set(
+            [right, Math.log(spot / strike), spot, strike, sigma * Math.sqrt(Math.max(years, 0)), p0],
+            l * KERNEL_OPTION_FIELDS,
+          );
+        }
+      }
+    }
+    const pinned = scenario.pinned;
+    ex.configure(
+      k,
+      drivers,
+      lines,
+      R,
+      ...seedKeys(seed),
+      pinned === null ? -1 : pinned.driver,
+      pinned === null ? 0 : pinned.logReturn,
+      regCum,
+      regMean,
+      regRoot,
+      beta,
+      sd,
+      mu,
+      primary,
+      fx,
+      exposure,
+      option,
+      scratch,
+    );
+  }
+
+  private sums(sets: number): Float64Array<ArrayBuffer>[] {
+    const { buffer } = this.exports.memory;
+    // The kernel keeps two f64 partial sums per entry (lanes 0+2 and 1+3); their sum is the entry.
+    return Array.from({ length: sets }, (_, s) => {
+      const pairs = new Float64Array(buffer, this.exports.sumsAddress(s), 2 * this.size);
+      return Float64Array.from({ length: this.size }, (_, i) => pairs[2 * i]! + pairs[2 * i + 1]!);
+    });
+  }
+
+  /** Pass 1 over paths first..first+count−1: their L and the ev component sums. */
+  pass1(first: number, count: number): { loss: Float64Array<ArrayBuffer>; ev: Float64Array<ArrayBuffer> } {
+    const ex = this.exports;
+    ex.reset();
+    const loss = new Float64Array(count);
+    for (let at = 0; at < count; at += WASM_CALL_PATHS) {
+      const n = Math.min(WASM_CALL_PATHS, count - at);
+      ex.pass1(first + at, n, this.lossAt, this.scratchLossAt);
+      loss.set(new Float64Array(ex.memory.buffer, this.lossAt, n), at);
+    }
+    return { loss, ev: this.sums(1)[0]! };
+  }
+
+  /** Pass 2 over ascending path ids with their set bits (1 neg, 2 pos, 4 band): the sets' sums. */
+  pass2(
+    ids: Uint32Array,
+    masks: Uint8Array,
+  ): { neg: Float64Array<ArrayBuffer>; pos: Float64Array<ArrayBuffer>; band: Float64Array<ArrayBuffer> } {
+    const ex = this.exports;
+    ex.reset();
+    for (let at = 0; at < ids.length; at += WASM_CALL_PATHS) {
+      const n = Math.min(WASM_CALL_PATHS, ids.length - at);
+      new Uint32Array(ex.memory.buffer, this.idsAt, n).set(ids.subarray(at, at + n));
+      new Uint8Array(ex.memory.buffer, this.masksAt, n).set(masks.subarray(at, at + n));
+      ex.pass2(this.idsAt, this.masksAt, n, this.scratchLossAt);
+    }
+    const [neg, pos, band] = this.sums(3) as [
+      Float64Array<ArrayBuffer>,
+      Float64Array<ArrayBuffer>,
+      Float64Array<ArrayBuffer>,
+    ];
+    return { neg, pos, band };
+  }
+}
+
+/**
+ * The kernel's two 32-bit keys from the 64-bit seed: splitmix64's finaliser of (hi, lo), so every
+ * bit of the seed moves every bit of both keys (the kernel XORs the first into the path index).
+ */
+export function seedKeys(seed: Seed): [number, number] {
+  const mask = (1n << 64n) - 1n;
+  let z = ((BigInt(seed.hi >>> 0) << 32n) | BigInt(seed.lo >>> 0)) + 0x9e3779b97f4a7c15n;
+  z &= mask;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask;
+  z ^= z >> 31n;
+  return [Number(z >> 32n), Number(z & 0xffffffffn)];
+}
+
+function align(n: number, to: number): number {
+  return Math.ceil(n / to) * to;
+}
