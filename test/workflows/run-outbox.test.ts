@@ -281,3 +281,91 @@ describe('run outbox: duplicate dispatch', () => {
     expect(after).toEqual([first.runId]);
   }, 120_000);
 });
+
+/**
+ * Retries take the outbox path too: a retry (one, or a bulk retry_failed) asked for while Temporal
+ * is unreachable is accepted (202, RUNNING), its start request waits in the outbox with the retry's
+ * link, and a dispatcher starts it once Temporal answers.
+ */
+describe('run outbox: retries while Temporal is unreachable', () => {
+  let database: TestDatabase;
+  let down: TestApp;
+  let up: Client;
+  let upConnection: Connection;
+  let account: TestAccount;
+  const taskQueue = `outbox-retry-${newId('worker').slice(5, 17)}`;
+
+  beforeAll(async () => {
+    const [closedPort] = await freePorts(1);
+    database = await createTestDatabase();
+    down = await createTestApp(database.db, { taskQueue, temporalAddress: `127.0.0.1:${closedPort}` });
+    account = await createTestAccount(database.db);
+    upConnection = await Connection.connect({ address: temporalAddress() });
+    up = new Client({ connection: upConnection, namespace: 'default' });
+  }, 60_000);
+  afterAll(async () => {
+    await down?.close();
+    await upConnection?.close();
+    await database?.drop();
+  });
+
+  test('retry and retry_failed answer 202 and wait in the outbox; a dispatcher starts each once', async () => {
+    const call = (method: 'POST', url: string, payload?: object) =>
+      down.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
+    const stored = await call('POST', '/v2/workflows', echoWorkflow());
+    const workflowId = stored.json().workflow.id as string;
+    // Two runs that failed: recorded with their definition, closed FAILED, nothing left to start.
+    const failedIds: string[] = [];
+    for (const n of [1, 2]) {
+      const res = await call('POST', `/v2/workflows/${workflowId}/run`, { parameters: { n } });
+      expect(res.statusCode).toBe(202);
+      failedIds.push(res.json().workflow_execution.id as string);
+    }
+    await database.db('workflow_run_outbox').whereIn('execution_id', failedIds).delete();
+    await database.db('workflow_executions').whereIn('id', failedIds).update({ run_status: 'FAILED' });
+
+    const began = Date.now();
+    const one = await call(
+      'POST',
+      `/v2/workflows/${workflowId}/workflow_executions/${failedIds[0]}/retry`,
+      {},
+    );
+    expect(Date.now() - began).toBeLessThan(2_000);
+    expect(one.statusCode).toBe(202);
+    expect(one.json().workflow_execution).toMatchObject({ run_status: 'RUNNING', retry_of: failedIds[0] });
+    const today = new Date().toISOString().slice(0, 10).replace(/-/g, '');
+    const bulk = await call('POST', `/v2/workflows/${workflowId}/retry_failed`, { start: today });
+    expect(bulk.statusCode).toBe(202);
+    expect(bulk.json()).toMatchObject({ started: 1, skipped: [], remaining: 0 });
+    const retryIds = [
+      one.json().workflow_execution.id as string,
+      bulk.json().workflow_executions[0].id as string,
+    ];
+    expect(bulk.json().workflow_executions[0].retry_of).toBe(failedIds[1]);
+
+    // Both wait in the outbox, still RUNNING (not closed FAILED as a refused start once was), once
+    // the requests' own attempts have given up.
+    const waiting = await until('the requests to give up their attempts', async () => {
+      const found = await database.db('workflow_run_outbox').whereIn('execution_id', retryIds);
+      return found.length === 2 && found.every((row) => row.last_error) ? found : undefined;
+    });
+    expect(waiting.map((row) => row.input.retryOf).sort()).toEqual([...failedIds].sort());
+    const rows = await database.db('workflow_executions').whereIn('id', retryIds);
+    expect(rows.map((row) => row.run_status)).toEqual(['RUNNING', 'RUNNING']);
+
+    // Temporal answers: one pass starts both, a second finds nothing; each id runs once.
+    await database.db('workflow_run_outbox').update({ available_at: database.db.fn.now() });
+    const runner = temporalWorkflowRunner(up, taskQueue);
+    expect(await dispatchDueRuns(database.db, runner)).toEqual({ started: 2, retry: 0, skipped: 0 });
+    expect(await dispatchDueRuns(database.db, runner)).toEqual({ started: 0, retry: 0, skipped: 0 });
+    for (const [i, id] of retryIds.entries()) {
+      const handle = up.workflow.getHandle(id);
+      const description = await handle.describe();
+      expect(description.memo).toMatchObject({ workflow_id: workflowId, retry_of: failedIds[i] });
+      const runs: string[] = [];
+      for await (const info of up.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(info.runId);
+      expect(runs).toEqual([description.runId]);
+      await handle.terminate('test over');
+    }
+  }, 120_000);
+});
