@@ -499,8 +499,9 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
           'are reused and the failed and stopped ones run again. The new execution names the failed one in ' +
           'retry_of and is audited as EXECUTE; its trigger follows the credentials, as for /run. An execution ' +
           'is retried once: 409 when it is not FAILED or already has a retry (retry that one). 404 for an ' +
-          'unknown workflow or an execution that is not one of its runs; 503 (recorded FAILED) when the workflow ' +
-          'engine refuses the start.',
+          'unknown workflow or an execution that is not one of its runs. With the workflow engine unreachable the ' +
+          'retry is still accepted (202, RUNNING): its start request waits in the run outbox and it starts once ' +
+          'the engine answers; 503 only when the database is unavailable.',
         params: Type.Object({
           id: EntityId('workflow'),
           execution_id: EntityId('workflowExecution', 'The FAILED execution to re-run (wfex_…).'),
