@@ -199,33 +199,45 @@ describe('run outbox: Temporal unreachable when the run is requested', () => {
 });
 
 /**
+ * A database, an app whose Temporal is unreachable (requests' runs wait in the outbox) and a client
+ * of the suite's Temporal for the dispatchers, set up and torn down around a describe block.
+ */
+function downAndUp(prefix: string) {
+  const taskQueue = `${prefix}-${newId('worker').slice(5, 17)}`;
+  const f = {} as {
+    database: TestDatabase;
+    down: TestApp;
+    up: Client;
+    upConnection: Connection;
+    account: TestAccount;
+    taskQueue: string;
+  };
+  f.taskQueue = taskQueue;
+  beforeAll(async () => {
+    const [closedPort] = await freePorts(1);
+    f.database = await createTestDatabase();
+    f.down = await createTestApp(f.database.db, { taskQueue, temporalAddress: `127.0.0.1:${closedPort}` });
+    f.account = await createTestAccount(f.database.db);
+    f.upConnection = await Connection.connect({ address: temporalAddress() });
+    f.up = new Client({ connection: f.upConnection, namespace: 'default' });
+  }, 60_000);
+  afterAll(async () => {
+    await f.down?.close();
+    await f.upConnection?.close();
+    await f.database?.drop();
+  });
+  return f;
+}
+
+/**
  * Several dispatchers (API replicas, the request itself) and a row that outlives its start (the
  * dispatcher died between Temporal's answer and the delete) never make a second run.
  */
 describe('run outbox: duplicate dispatch', () => {
-  let database: TestDatabase;
-  let down: TestApp;
-  let up: Client;
-  let upConnection: Connection;
-  let account: TestAccount;
-  const taskQueue = `outbox-dup-${newId('worker').slice(5, 17)}`;
-
-  beforeAll(async () => {
-    const [closedPort] = await freePorts(1);
-    database = await createTestDatabase();
-    // Requests go through an app whose Temporal is unreachable, so their runs wait in the outbox.
-    down = await createTestApp(database.db, { taskQueue, temporalAddress: `127.0.0.1:${closedPort}` });
-    account = await createTestAccount(database.db);
-    upConnection = await Connection.connect({ address: temporalAddress() });
-    up = new Client({ connection: upConnection, namespace: 'default' });
-  }, 60_000);
-  afterAll(async () => {
-    await down?.close();
-    await upConnection?.close();
-    await database?.drop();
-  });
+  const f = downAndUp('outbox-dup');
 
   test('concurrent dispatchers start a waiting run once; a row that outlived its start starts nothing new', async () => {
+    const { database, down, up, account, taskQueue } = f;
     const call = (method: 'POST', url: string, payload?: object) =>
       down.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
     const stored = await call('POST', '/v2/workflows', echoWorkflow());
@@ -288,28 +300,10 @@ describe('run outbox: duplicate dispatch', () => {
  * link, and a dispatcher starts it once Temporal answers.
  */
 describe('run outbox: retries while Temporal is unreachable', () => {
-  let database: TestDatabase;
-  let down: TestApp;
-  let up: Client;
-  let upConnection: Connection;
-  let account: TestAccount;
-  const taskQueue = `outbox-retry-${newId('worker').slice(5, 17)}`;
-
-  beforeAll(async () => {
-    const [closedPort] = await freePorts(1);
-    database = await createTestDatabase();
-    down = await createTestApp(database.db, { taskQueue, temporalAddress: `127.0.0.1:${closedPort}` });
-    account = await createTestAccount(database.db);
-    upConnection = await Connection.connect({ address: temporalAddress() });
-    up = new Client({ connection: upConnection, namespace: 'default' });
-  }, 60_000);
-  afterAll(async () => {
-    await down?.close();
-    await upConnection?.close();
-    await database?.drop();
-  });
+  const f = downAndUp('outbox-retry');
 
   test('retry and retry_failed answer 202 and wait in the outbox; a dispatcher starts each once', async () => {
+    const { database, down, up, account, taskQueue } = f;
     const call = (method: 'POST', url: string, payload?: object) =>
       down.app.inject({ method, url, payload, headers: { authorization: account.bearer } });
     const stored = await call('POST', '/v2/workflows', echoWorkflow());
