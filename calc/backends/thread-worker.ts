@@ -65,7 +65,7 @@ function handleWasm(
     const { loss, ev } = kernel.pass1(request.first, request.count);
     return { reply: { type: 'pass1', call, chunk, loss, ev }, transfer: [loss.buffer, ev.buffer] };
   }
-  const { neg, pos, band } = kernel.pass2(request.ids, request.masks);
+  const { neg, pos, band } = kernel.pass2(request.ids, request.masks, request.band);
   const bandSums = request.band ? band : new Float64Array(0);
   return {
     reply: { type: 'pass2', call, chunk, neg, pos, band: bandSums },

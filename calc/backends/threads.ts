@@ -32,6 +32,8 @@ export const CHUNK_PATHS = 8192;
 export const WASM_CHUNK_PATHS = 4096;
 /** Tail paths per pass-2 chunk. */
 export const CHUNK_TAIL = 2048;
+/** Tail paths per pass-2 chunk of the wasm kernel (more chunks: the workers stay evenly loaded). */
+export const WASM_CHUNK_TAIL = 1024;
 
 export interface ThreadsOptions {
   /** Worker count (the caller decides, e.g. from os.availableParallelism()). */
@@ -58,6 +60,7 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
   const threads = Math.max(1, Math.floor(options.threads));
   const kernel = options.kernel ?? 'blocked';
   const chunkPaths = kernel === 'wasm' ? WASM_CHUNK_PATHS : CHUNK_PATHS;
+  const chunkTail = kernel === 'wasm' ? WASM_CHUNK_TAIL : CHUNK_TAIL;
   const workers = Array.from({ length: threads }, () => (options.startWorker ?? defaultWorker)());
   // Idle workers must not keep the process alive; a running simulation refs them (runJobs).
   workers.forEach((w) => w.unref());
@@ -145,9 +148,9 @@ export function threadsBackend(options: ThreadsOptions): SimulationBackend {
 
     const sets = findTailSets(loss, options.tail, withBand, note);
     const pass2: Job[] = [];
-    for (let first = 0, chunk = 0; first < sets.ids.length; first += CHUNK_TAIL, chunk++) {
-      const ids = sets.ids.slice(first, first + CHUNK_TAIL);
-      const masks = sets.masks.slice(first, first + CHUNK_TAIL);
+    for (let first = 0, chunk = 0; first < sets.ids.length; first += chunkTail, chunk++) {
+      const ids = sets.ids.slice(first, first + chunkTail);
+      const masks = sets.masks.slice(first, first + chunkTail);
       pass2.push({
         request: { type: 'pass2', call, chunk, ids, masks, band: withBand },
         transfer: [ids.buffer, masks.buffer],

@@ -23,18 +23,22 @@ export function findTailSets(
   note: (what: string, elements: number) => void = () => {},
 ): TailSets {
   const paths = loss.length;
-  // Ranks in the (L, path index) order without sorting indices by a comparator (≈ 5× slower at
-  // 100,000 paths): a native numeric sort of the values gives each set's boundary values, and one
-  // scan in path order hands out the ranks of tied values by ascending index.
+  // Ranks in the (L, path index) order without sorting indices by a comparator: the boundary
+  // values of each set are order statistics of the values (found by selection on a copy, O(P);
+  // a full numeric sort when a value is NaN), and one scan in path order hands out the ranks of
+  // tied values by ascending index.
   note('rank order', paths);
-  const sorted = Float64Array.from(loss).sort();
+  const values = Float64Array.from(loss);
   const m = tailCount(tail, paths);
   note('set flags', paths);
   const flags = new Uint8Array(paths);
-  markRanks(loss, sorted, 0, m, NEG, flags);
-  markRanks(loss, sorted, paths - m, paths, POS, flags);
   const band = withBand ? varBand(tail, paths) : null;
-  if (band) markRanks(loss, sorted, band.start, band.start + band.count, BAND, flags);
+  const ranks = [0, m - 1, paths - m, paths - 1];
+  if (band) ranks.push(band.start, band.start + band.count - 1);
+  const at = orderStatistics(values, ranks);
+  markRanks(loss, at, 0, m, NEG, flags);
+  markRanks(loss, at, paths - m, paths, POS, flags);
+  if (band) markRanks(loss, at, band.start, band.start + band.count, BAND, flags);
   let selected = 0;
   for (let p = 0; p < paths; p++) if (flags[p] !== 0) selected++;
   note('tail path ids', selected);
@@ -49,16 +53,62 @@ export function findTailSets(
   return { m, band, flags, ids, masks };
 }
 
-/** Number of values in ascending `sorted` strictly below v. */
-function countBelow(sorted: Float64Array, v: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < v) lo = mid + 1;
-    else hi = mid;
+/**
+ * The values of ascending rank `ranks` (indices into the sorted order, as Float64Array's numeric
+ * sort puts them), by quickselect on `values`, which it reorders. A NaN sorts last there; with one
+ * present the values are sorted instead.
+ */
+export function orderStatistics(values: Float64Array, ranks: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  if (values.some(Number.isNaN)) {
+    values.sort();
+    for (const r of ranks) out.set(r, values[r]!);
+    return out;
   }
-  return lo;
+  // Ascending ranks, each selected within the part above the previous one.
+  let lo = 0;
+  for (const r of [...new Set(ranks)].sort((a, b) => a - b)) {
+    select(values, r, lo, values.length - 1);
+    out.set(r, values[r]!);
+    lo = r;
+  }
+  return out;
+}
+
+/** Reorders a[lo..hi] so that a[k] holds the value of rank k there (Hoare partition, median of 3). */
+function select(a: Float64Array, k: number, lo: number, hi: number): void {
+  while (hi > lo) {
+    const mid = (lo + hi) >>> 1;
+    // Median of three as the pivot.
+    let x = a[lo]!;
+    let y = a[mid]!;
+    const z = a[hi]!;
+    if (y < x) [x, y] = [y, x];
+    const pivot = z < x ? x : z > y ? y : z;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return;
+  }
+}
+
+/** Number of values strictly below v. */
+function countBelow(values: Float64Array, v: number): number {
+  let n = 0;
+  for (let i = 0; i < values.length; i++) if (values[i]! < v) n++;
+  return n;
 }
 
 /**
@@ -68,16 +118,16 @@ function countBelow(sorted: Float64Array, v: number): number {
  */
 function markRanks(
   loss: Float64Array,
-  sorted: Float64Array,
+  at: Map<number, number>,
   first: number,
   end: number,
   bit: number,
   flags: Uint8Array,
 ): void {
-  const low = sorted[first]!;
-  const high = sorted[end - 1]!;
-  let lowRank = countBelow(sorted, low);
-  let highRank = countBelow(sorted, high);
+  const low = at.get(first)!;
+  const high = at.get(end - 1)!;
+  let lowRank = countBelow(loss, low);
+  let highRank = countBelow(loss, high);
   for (let p = 0; p < loss.length; p++) {
     const v = loss[p]!;
     if (!(v >= low && v <= high)) continue;

@@ -5,7 +5,7 @@
  * generator and the arithmetic (f32 lanes, f64 sums over paths); it does not reproduce the
  * reference's Philox stream, only its distribution (methodology §5).
  */
-import type { Seed } from '../random';
+import { inverseNormalCdf, type Seed } from '../random';
 import type { Scenario } from '../simulation';
 import { KERNEL_WASM_BASE64 } from '../wasm/kernel-module';
 import { lineCount, OPTION_FIELDS } from './line-pricing';
@@ -30,7 +30,7 @@ interface KernelExports {
   sumsAddress(set: number): number;
   reset(): void;
   pass1(first: number, count: number, loss: number, scratchLoss: number): void;
-  pass2(ids: number, masks: number, count: number, scratchLoss: number): void;
+  pass2(ids: number, count: number, set: number, scratchLoss: number): void;
 }
 
 /** Paths (pass 1) or ids (pass 2) per kernel call; a caller's range is cut into these in order. */
@@ -39,6 +39,44 @@ export const WASM_CALL_PATHS = 4096;
 const KERNEL_OPTION_FIELDS = 8;
 
 let compiled: WasmModule | null = null;
+let table: Float32Array<ArrayBuffer> | null = null;
+
+/** Bins of the kernel's quantile table: f32 exponents 126..149 (½ to 2²³) × 64 mantissa steps. */
+export const QUANTILE_BINS = 24 * 64;
+
+/**
+ * The kernel's Φ⁻¹ table (see `normal` in calc/wasm/assembly/kernel.ts): for each bin of q' = m + ½
+ * (m a 23-bit integer, q = q'·2⁻²⁴), the line z = value + slope·(low 17 mantissa bits of q') through
+ * the exact quantiles (this module's AS241, f64) of the first and last q' in the bin; a bin with
+ * one q' has slope 0, an empty bin zeros. Entries are (value, slope) pairs of f32.
+ */
+export function quantileTable(): Float32Array<ArrayBuffer> {
+  if (table !== null) return table;
+  const out = new Float32Array(2 * QUANTILE_BINS);
+  const word = new Float32Array(1);
+  const bits = new Uint32Array(word.buffer);
+  const fraction = (q: number) => {
+    word[0] = q;
+    return bits[0]! & 0x1ffff;
+  };
+  for (let bin = 0; bin < QUANTILE_BINS; bin++) {
+    const exponent = 126 + (bin >> 6) - 127;
+    const low = 2 ** exponent * (1 + (bin & 63) / 64);
+    const high = 2 ** exponent * (1 + ((bin & 63) + 1) / 64);
+    const first = Math.max(0, Math.ceil(low - 0.5)) + 0.5;
+    const last = Math.min(2 ** 23 - 1, Math.ceil(high - 0.5) - 1) + 0.5;
+    if (first > last) continue;
+    const z0 = inverseNormalCdf(first * 2 ** -24);
+    const z1 = inverseNormalCdf(last * 2 ** -24);
+    const f0 = fraction(first);
+    const f1 = fraction(last);
+    const slope = f1 === f0 ? 0 : (z1 - z0) / (f1 - f0);
+    out[2 * bin] = z0 - slope * f0;
+    out[2 * bin + 1] = slope;
+  }
+  table = out;
+  return out;
+}
 
 /** The compiled module, shared by every instance in this thread. */
 export function wasmModule(): WasmModule {
@@ -56,7 +94,6 @@ export class WasmKernel {
   private readonly size: number;
   private readonly lossAt: number;
   private readonly idsAt: number;
-  private readonly masksAt: number;
   private readonly scratchLossAt: number;
 
   constructor(scenario: Scenario, seed: Seed) {
@@ -91,16 +128,17 @@ export class WasmKernel {
     const fx = take(4 * lines);
     const exposure = take(8 * lines);
     const option = take(4 * KERNEL_OPTION_FIELDS * lines);
+    const quantiles = take(8 * QUANTILE_BINS);
     this.scratchLossAt = take(32);
     this.lossAt = take(8 * WASM_CALL_PATHS);
     this.idsAt = take(4 * WASM_CALL_PATHS);
-    this.masksAt = take(WASM_CALL_PATHS);
     const scratch = take(ex.scratchBytes(k, drivers, lines));
     const pages = Math.ceil(at / 65536) - ex.memory.buffer.byteLength / 65536;
     if (pages > 0) ex.memory.grow(pages);
     const buffer = ex.memory.buffer;
 
     const f32 = (address: number, n: number) => new Float32Array(buffer, address, n);
+    f32(quantiles, 2 * QUANTILE_BINS).set(quantileTable());
     let cumulative = 0;
     regimes.forEach((regime, r) => {
       cumulative += regime.probability;
@@ -160,6 +198,7 @@ export class WasmKernel {
       fx,
       exposure,
       option,
+      quantiles,
       scratch,
     );
   }
@@ -186,25 +225,34 @@ export class WasmKernel {
     return { loss, ev: this.sums(1)[0]! };
   }
 
-  /** Pass 2 over ascending path ids with their set bits (1 neg, 2 pos, 4 band): the sets' sums. */
+  /**
+   * Pass 2 over ascending path ids with their set bits (1 neg, 2 pos, 4 band): the sets' sums. Each
+   * set is drawn over its own ids (a path in two sets is drawn twice), so a path's components are
+   * added to its set only; the band set only when `band`.
+   */
   pass2(
     ids: Uint32Array,
     masks: Uint8Array,
+    band: boolean,
   ): { neg: Float64Array<ArrayBuffer>; pos: Float64Array<ArrayBuffer>; band: Float64Array<ArrayBuffer> } {
     const ex = this.exports;
     ex.reset();
-    for (let at = 0; at < ids.length; at += WASM_CALL_PATHS) {
-      const n = Math.min(WASM_CALL_PATHS, ids.length - at);
-      new Uint32Array(ex.memory.buffer, this.idsAt, n).set(ids.subarray(at, at + n));
-      new Uint8Array(ex.memory.buffer, this.masksAt, n).set(masks.subarray(at, at + n));
-      ex.pass2(this.idsAt, this.masksAt, n, this.scratchLossAt);
+    const own = new Uint32Array(ids.length);
+    for (let set = 0; set < (band ? 3 : 2); set++) {
+      let n = 0;
+      for (let i = 0; i < ids.length; i++) if (masks[i]! & (1 << set)) own[n++] = ids[i]!;
+      for (let at = 0; at < n; at += WASM_CALL_PATHS) {
+        const count = Math.min(WASM_CALL_PATHS, n - at);
+        new Uint32Array(ex.memory.buffer, this.idsAt, count).set(own.subarray(at, at + count));
+        ex.pass2(this.idsAt, count, set, this.scratchLossAt);
+      }
     }
-    const [neg, pos, band] = this.sums(3) as [
+    const [neg, pos, bandSums] = this.sums(3) as [
       Float64Array<ArrayBuffer>,
       Float64Array<ArrayBuffer>,
       Float64Array<ArrayBuffer>,
     ];
-    return { neg, pos, band };
+    return { neg, pos, band: bandSums };
   }
 }
 
