@@ -95,7 +95,12 @@ function snapshot(value: Record<string, unknown> | null | undefined): string | n
   return value ? JSON.stringify(withoutSensitiveFields(value)) : null;
 }
 
-function auditRow(actor: Actor, entry: AuditEntry): Record<string, unknown> {
+/** PostgreSQL text cannot hold U+0000; a client's header can (through a test injector, say). */
+function withoutNul<T extends string | null>(text: T): T {
+  return (text !== null && text.includes('\0') ? text.replaceAll('\0', '') : text) as T;
+}
+
+export function auditRow(actor: Actor, entry: AuditEntry): Record<string, unknown> {
   const status = HUMAN_SOURCES.has(actor.source) ? (entry.status ?? 'SUCCESS') : 'SUCCESS';
   return {
     id: newId('auditLog'),
@@ -117,9 +122,9 @@ function auditRow(actor: Actor, entry: AuditEntry): Record<string, unknown> {
     proxy_admin_email: actor.proxyAdminEmail ?? null,
     credential_id: actor.principal.credentialId,
     credential_type: actor.principal.credentialType,
-    ip: actor.ip,
-    user_agent: actor.userAgent,
-    user_agent_pretty: prettyUserAgent(actor.userAgent),
+    ip: withoutNul(actor.ip),
+    user_agent: withoutNul(actor.userAgent),
+    user_agent_pretty: withoutNul(prettyUserAgent(actor.userAgent)),
     location: JSON.stringify(EMPTY_LOCATION),
     viewed_ids: entry.viewedIds ? JSON.stringify(entry.viewedIds) : null,
     before: snapshot(entry.before),

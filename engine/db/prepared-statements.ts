@@ -13,7 +13,21 @@ const preparedByConnection = new WeakMap<object, Set<string>>();
 export async function runPrepared(db: Database, statement: Knex.Raw): Promise<unknown[]> {
   if (db.isTransaction) return ((await statement) as { rows: unknown[] }).rows;
   const { sql, bindings } = statement.toSQL().toNative();
-  const name = 'pas_' + createHash('sha1').update(sql).digest('hex').slice(0, 24);
+  return runPreparedSql(db, sql, bindings);
+}
+
+const names = new Map<string, string>();
+
+/**
+ * `runPrepared` for a statement already in PostgreSQL's form (`$1`, …; values as `pg` takes them,
+ * arrays as arrays), outside any transaction: the hot path's fixed statements skip knex's compiler.
+ */
+export async function runPreparedSql(db: Database, sql: string, bindings: readonly unknown[]): Promise<unknown[]> {
+  let name = names.get(sql);
+  if (name === undefined) {
+    name = 'pas_' + createHash('sha1').update(sql).digest('hex').slice(0, 24);
+    if (names.size < 10_000) names.set(sql, name);
+  }
   // As knex does for its own queries, so query listeners (debug logs, tests) still see it.
   db.client.emit('query', { method: 'raw', sql, bindings });
   const connection = (await db.client.acquireConnection()) as {

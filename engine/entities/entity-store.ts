@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { type Actor, readOneAudited, readPageAudited, recordAudit } from '../audit/audit-trail';
+import { type EntityKey, viewOneBatched } from '../audit/view-batch';
 import type { Database } from '../db/database';
 import { Conflict, InvalidInput, NotFound } from '../errors';
 import { type IdKind, isId, newId } from '../ids';
@@ -290,14 +291,23 @@ export async function viewEntity(
   id: string,
   workspace?: unknown,
 ): Promise<EntityRecord> {
-  const row = await readOneAudited<EntityRow>(
-    db,
-    entityQuery(db, actor.principal.accountId, kind, id, workspace),
-    actor,
-    { entityType: kind.entityType, activityPrefix: `Viewed ${kind.noun} ` },
-  );
+  const entry = { entityType: kind.entityType, activityPrefix: `Viewed ${kind.noun} ` };
+  const accountId = actor.principal.accountId;
+  const statement = () => entityQuery(db, accountId, kind, id, workspace);
+  // Outside a transaction, a read of the caller's own account joins this turn's batch.
+  const row =
+    db.isTransaction || readableAccounts(kind, accountId).length > 1
+      ? await readOneAudited<EntityRow>(db, statement(), actor, entry)
+      : await viewOneBatched<EntityRow>(db, batchKey(accountId, kind, id, workspace), actor, entry, statement);
   if (!row) throw notFound(kind, id);
   return toRecord(row);
+}
+
+/** The batch key of one read (the checks `whereOne` makes, first). */
+function batchKey(accountId: string, kind: EntityKind, id: string, workspace: unknown): EntityKey {
+  const scope = scopeWorkspace(kind, workspace);
+  if (!isKindId(kind, id)) throw notFound(kind, id);
+  return { accountId, kind: kind.kind, id, workspace: scope };
 }
 
 /**

@@ -1,10 +1,12 @@
 import { consumeRateLimit } from '../../engine/rate-limit/rate-limiter';
+import { createTestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 
 /**
  * Item 5 of issue 13: an authenticated read costs two database round trips once its credentials are
  * cached: the rate-limit upsert, and the read with its audit record in the same statement. The record
- * is there when the reply is.
+ * is there when the reply is. Reads by id of one event-loop turn share that statement (one commit
+ * for all), each matched to its own key.
  */
 describe('hot path: round trips of an authenticated read', () => {
   const h = useTestApp();
@@ -34,7 +36,7 @@ describe('hot path: round trips of an authenticated read', () => {
     });
     expect(statements).toHaveLength(2);
     expect(statements[0]).toMatch(/^INSERT INTO rate_limit_windows/);
-    expect(statements[1]).toMatch(/^WITH found AS .*INSERT INTO audit_logs/s);
+    expect(statements[1]).toMatch(/^WITH req AS .*INSERT INTO audit_logs/s);
     const views = await h.db('audit_logs').where({ entity_id: id, operation: 'VIEW' });
     expect(views).toHaveLength(2);
     expect(views[1]).toMatchObject({
@@ -67,6 +69,88 @@ describe('hot path: round trips of an authenticated read', () => {
     }>;
     expect(record).toMatchObject({ activity: 'Listed 2 portfolio records', workspace: 'main' });
     expect(record.viewed_ids).toEqual(listed.map((p) => p.id));
+  });
+
+  test('concurrent GETs by id of two accounts are one statement, and each gets only its own row and record', async () => {
+    const other = await createTestAccount(h.db);
+    const mine = (await h.call('POST', '/v2/portfolios', { name: 'Mine', securities: [] })).json().portfolio.id;
+    const theirs = (await h.call('POST', '/v2/portfolios', { name: 'Theirs', securities: [] }, other)).json()
+      .portfolio.id;
+    // Warm both credential caches, then read concurrently: mine, theirs, mine as them, missing.
+    await h.call('GET', `/v2/portfolios/${mine}`);
+    await h.call('GET', `/v2/portfolios/${theirs}`, undefined, other);
+    const missing = 'port_0000000000000000000000001';
+    let responses: Awaited<ReturnType<typeof h.call>>[] = [];
+    const statements = await statementsOf(async () => {
+      responses = await Promise.all([
+        h.call('GET', `/v2/portfolios/${mine}`),
+        h.call('GET', `/v2/portfolios/${theirs}`, undefined, other),
+        h.call('GET', `/v2/portfolios/${mine}`, undefined, other),
+        h.call('GET', `/v2/portfolios/${theirs}`),
+        h.call('GET', `/v2/portfolios/${missing}`),
+        h.call('GET', `/v2/portfolios/${mine}?workspace=elsewhere`),
+      ]);
+    });
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 404, 404, 404, 404]);
+    expect(responses[0]!.json().portfolio).toMatchObject({ id: mine, name: 'Mine' });
+    expect(responses[1]!.json().portfolio).toMatchObject({ id: theirs, name: 'Theirs' });
+    expect(statements.filter((sql) => /^WITH req AS/.test(sql))).toHaveLength(1);
+    // One successful VIEW each for the two reads that found their row, in the reader's account.
+    const views = await h
+      .db('audit_logs')
+      .whereIn('entity_id', [mine, theirs])
+      .where({ operation: 'VIEW', status: 'SUCCESS' })
+      .whereLike('activity', 'Viewed %');
+    expect(views.map((v) => [v.account_id, v.entity_id, v.activity, v.credential_id]).sort()).toEqual(
+      [
+        [h.account.accountId, mine, 'Viewed portfolio Mine', h.account.key.account_sid],
+        [h.account.accountId, mine, 'Viewed portfolio Mine', h.account.key.account_sid],
+        [other.accountId, theirs, 'Viewed portfolio Theirs', other.key.account_sid],
+        [other.accountId, theirs, 'Viewed portfolio Theirs', other.key.account_sid],
+      ].sort(),
+    );
+  });
+
+  test('a read whose record the database refuses fails alone: the others of its batch answer', async () => {
+    const id = (await h.call('POST', '/v2/portfolios', { name: 'Batch', securities: [] })).json().portfolio.id;
+    await h.call('GET', `/v2/portfolios/${id}`);
+    const read = (userAgent: string) =>
+      h.app.inject({
+        method: 'GET',
+        url: `/v2/portfolios/${id}`,
+        headers: { authorization: h.account.bearer, 'user-agent': userAgent },
+      });
+    // A constraint that refuses one read's record fails the batch statement; the batch is then
+    // retried read by read, so only that read fails.
+    await h.db.raw(`ALTER TABLE audit_logs ADD CONSTRAINT refuse_one CHECK (user_agent IS DISTINCT FROM 'refuse-me')`);
+    let responses: Awaited<ReturnType<typeof read>>[] = [];
+    try {
+      const statements = await statementsOf(async () => {
+        responses = await Promise.all([read('fine/1'), read('refuse-me'), read('fine/2')]);
+      });
+      expect(statements.filter((sql) => /^WITH req AS/.test(sql))).toHaveLength(1);
+      expect(statements.filter((sql) => /^WITH found AS/.test(sql))).toHaveLength(3);
+    } finally {
+      await h.db.raw('ALTER TABLE audit_logs DROP CONSTRAINT refuse_one');
+    }
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 500, 200]);
+    const agents = (await h.db('audit_logs').where({ entity_id: id, operation: 'VIEW', status: 'SUCCESS' })).map(
+      (r) => r.user_agent,
+    );
+    expect(agents).toEqual(expect.arrayContaining(['fine/1', 'fine/2']));
+    expect(agents).not.toContain('refuse-me');
+  });
+
+  test('a NUL in the user agent (which PostgreSQL text cannot hold) is dropped from the record, not a 500', async () => {
+    const id = (await h.call('POST', '/v2/portfolios', { name: 'Nul', securities: [] })).json().portfolio.id;
+    const res = await h.app.inject({
+      method: 'GET',
+      url: `/v2/portfolios/${id}`,
+      headers: { authorization: h.account.bearer, 'user-agent': 'bad\u0000agent' },
+    });
+    expect(res.statusCode).toBe(200);
+    const [record] = await h.db('audit_logs').where({ entity_id: id, operation: 'VIEW', status: 'SUCCESS' });
+    expect(record.user_agent).toBe('badagent');
   });
 
   test('a GET of an id that is not there writes no successful VIEW record, only the failed one', async () => {
