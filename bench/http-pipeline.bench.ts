@@ -140,12 +140,23 @@ export async function runHttpPipelineBench(argv: readonly string[] = []): Promis
       {},
       seconds,
     );
+    const views = async () =>
+      Number(
+        (
+          await db('audit_logs')
+            .where({ entity_id: portfolioId, operation: 'VIEW', status: 'SUCCESS' })
+            .count<{ n: string }[]>({ n: '*' })
+        )[0]!.n,
+      );
+    const viewsBefore = await views();
     const byId = await load(
       'GET /v2/portfolios/:id (API key)',
       `${ours}/v2/portfolios/${portfolioId}`,
       auth,
       seconds,
     );
+    // Every answered read has its VIEW record (reads cut off at the end may add a few more).
+    const viewsWritten = (await views()) - viewsBefore;
     const bareList = await load('bare Fastify+pg: list of 10', `${baseUrl}/bare/portfolios`, {}, seconds);
     const list = await load(
       `GET /v2/portfolios?page_size=${PAGE_SIZE} (API key)`,
@@ -188,6 +199,7 @@ export async function runHttpPipelineBench(argv: readonly string[] = []): Promis
       `\nGET by id: ${ratio(byId, bareById).toFixed(2)}× the bare route's req/s (target ≥ 0.6); ` +
         `list: ${ratio(list, bareList).toFixed(2)}× (target ≥ 0.5)`,
     );
+    console.log(`GET by id: ${viewsWritten} VIEW records written for ${byId.requests} answered reads`);
     if (saturation)
       console.log(`saturation: ${saturation.non2xx} non-2xx of ${saturation.requests} (target 0 5xx)`);
     await app.close();
