@@ -481,6 +481,7 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
           if (!found) throw new Error(`run ${sample.executionId} has no ${type} execution`);
           return found[field].getTime() - sample.wallStart;
         };
+        add('request → 202 answered (run recorded, start handed to Temporal)', sample.acceptedMs);
         add('request → STARTER started_at', at('STARTER', 'started_at'));
         add('STARTER started → ended (script, DB)', at('STARTER', 'ended_at') - at('STARTER', 'started_at'));
         add(
@@ -539,6 +540,7 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     });
     const serviceLoadSeconds = (performance.now() - serviceLoadStarted) / 1000;
     serviceLoad = await withDbTimes(serviceLoad);
+    const loadSegments = await breakdown(serviceLoad);
     const lastClosedWall = Math.max(...serviceLoad.map((sample) => sample.wallStart + sample.runClosedMs));
     const serviceLoadDbSeconds = (lastClosedWall - serviceLoadWall) / 1000;
 
@@ -665,6 +667,13 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
       serviceLoad.map((x) => x.observedMs),
       ratio(serviceRate, bareRate, 2),
     );
+    console.log(`\nWhere a sustained service run's time goes (the same ${sizes.throughputRuns} runs)`);
+    console.log('| segment | p50 ms | p99 ms |');
+    console.log('|---|---|---|');
+    for (const [label, values] of loadSegments) {
+      const { p50, p99 } = p(values);
+      console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} |`);
+    }
     console.log(`(bench total ${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
   } finally {
     await runCleanup();

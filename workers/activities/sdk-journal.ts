@@ -92,6 +92,19 @@ export class SdkJournal {
     return new SdkJournal(db, workerExecutionId, new Map(rows.map((row) => [row.seq, row])));
   }
 
+  /**
+   * The journal of a worker execution this attempt has just created: nothing can be recorded for
+   * an id that did not exist, so there is nothing to read.
+   */
+  static empty(db: Database, workerExecutionId: string): SdkJournal {
+    return new SdkJournal(db, workerExecutionId, new Map());
+  }
+
+  /** How many SDK calls this attempt made (each may have written a row). */
+  get calls(): number {
+    return this.next;
+  }
+
   /** How many calls an earlier attempt recorded. */
   get recordedCount(): number {
     return this.recorded.size;

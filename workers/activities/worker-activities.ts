@@ -281,6 +281,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       }
       const record = begun.row;
       heartbeat();
+      let journal: SdkJournal | null = null;
 
       const end = async (
         status: 'COMPLETED' | 'ERROR',
@@ -310,8 +311,9 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           durationSeconds: measured.wallTimeMs / 1000,
           logs: measured.logs,
         });
-        // Ended: a retry answers the recorded outcome and never runs the script again.
-        await dropJournal(db, record.id);
+        // Ended: a retry answers the recorded outcome and never runs the script again. A fresh
+        // execution whose script made no SDK call has no journal rows to drop.
+        if (!begun.fresh || (journal?.calls ?? 0) > 0) await dropJournal(db, record.id);
         return closeRun({
           workerExecutionId: record.id,
           status: finalStatus,
@@ -354,7 +356,9 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       };
       // Calls an earlier attempt of this execution made (its process died mid-script) answer from
       // the journal instead of taking effect twice.
-      const journal = await SdkJournal.open(db, record.id);
+      // (A fresh execution, just created by this attempt, has none: no read.)
+      const opened = begun.fresh ? SdkJournal.empty(db, record.id) : await SdkJournal.open(db, record.id);
+      journal = opened;
       const bridge = createSdkBridge(
         {
           db,
@@ -363,7 +367,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           publicUrl: options.publicUrl,
           simulation: options.simulation,
         },
-        journal,
+        opened,
       );
       const beat = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
       let outcome: ScriptOutcome;
@@ -390,7 +394,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       if (!outcome.ok && outcome.error.kind === 'cancelled') {
         throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
-      outcome = { ...outcome, logs: journal.withLogs(outcome.logs) };
+      outcome = { ...outcome, logs: opened.withLogs(outcome.logs) };
       return outcome.ok
         ? end('COMPLETED', outcome.result, null, outcome)
         : end('ERROR', null, describeFailure(outcome), outcome);
