@@ -10,8 +10,11 @@
  * 1. Latency, one run at a time (service and bare runs interleaved): from the run request to
  *    SUCCEEDED seen by polling GET /v2/workflows/:id/workflow_executions every 15 ms; the ENDER's
  *    and the run's `ended_at` read back from PostgreSQL separate the polling overhead, and the
- *    workers' `started_at`/`ended_at` show where the rest goes.
- * 2. Sustained runs per second: M runs, IN_FLIGHT at a time.
+ *    workers' `started_at`/`ended_at` show where the rest goes. Interleaved with them, runs whose
+ *    client waits with one GET holding `wait_seconds` (the extension) instead of polling.
+ * 2. Sustained runs per second: M runs, IN_FLIGHT at a time, the client polling, then waiting;
+ *    with the CPU each kind of process (this one, the worker child, Temporal, PostgreSQL) used
+ *    per run, read from /proc, and where a sustained run's time goes.
  *
  * Both Temporal Workers (the service's and the bare one) run in a child process by default, as
  * `npm start` runs the worker beside the API. Flags: `--quick` (fewer runs), `--worker=in-process`
@@ -43,6 +46,7 @@ import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
 import { freePorts } from '../test/support/global-setup';
 import { createTemporalWorker } from '../workers/temporal-worker';
 import type { BareActivities, bareWorkflow } from './bare-workflow';
+import { cpuDelta, processTreeCpu } from './measure';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..');
 const WORKER_FLAG = '--pas-bench-workflow-worker';
@@ -403,7 +407,7 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     const workflowId = (JSON.parse(stored.body) as { workflow: { id: string } }).workflow.id;
 
     /** POST /run, then poll every pollMs until the run leaves RUNNING; it must be SUCCEEDED. */
-    const serviceRun = async (n: number): Promise<ServiceSample> => {
+    const serviceRun = async (n: number, wait = false): Promise<ServiceSample> => {
       const wallStart = Date.now();
       const t0 = performance.now();
       const run = await api('POST', `/workflows/${workflowId}/run`, { parameters: { n } });
@@ -413,11 +417,13 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
         .id;
       let polls = 0;
       for (;;) {
-        await sleep(pollMs);
+        // Polling: a GET every pollMs. Waiting: GETs with wait_seconds, each held until the run ends.
+        if (!wait) await sleep(pollMs);
         polls += 1;
         const poll = await api(
           'GET',
-          `/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}`,
+          `/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}` +
+            (wait ? '&wait_seconds=30' : ''),
         );
         if (poll.status !== 200) throw new Error(`poll answered ${poll.status}: ${poll.body}`);
         const status = (JSON.parse(poll.body) as { workflow_execution: { run_status: string } })
@@ -522,9 +528,11 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     // 1. Latency, one run at a time; interleaved so that a load spike from elsewhere hits both.
     const latencyStarted = performance.now();
     let serviceLatency: ServiceSample[] = [];
+    const waitLatency: ServiceSample[] = [];
     const bareLatency: BareSample[] = [];
     for (let i = 0; i < sizes.latencyRuns; i++) {
       serviceLatency.push(await serviceRun(i));
+      waitLatency.push(await serviceRun(i, true));
       bareLatency.push(await bareRun());
     }
     serviceLatency = await withDbTimes(serviceLatency);
@@ -533,23 +541,41 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
 
     // 2. Runs per second, IN_FLIGHT at a time.
     let serviceLoad: ServiceSample[] = [];
+    const serviceCpuBefore = await processTreeCpu();
     const serviceLoadStarted = performance.now();
     const serviceLoadWall = Date.now();
     await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
       serviceLoad.push(await serviceRun(i));
     });
     const serviceLoadSeconds = (performance.now() - serviceLoadStarted) / 1000;
+    const serviceCpu = cpuDelta(serviceCpuBefore, await processTreeCpu());
+
+    // 2b. The same, the client waiting on each run with wait_seconds instead of polling.
+    let waitLoad: ServiceSample[] = [];
+    const waitCpuBefore = await processTreeCpu();
+    const waitLoadStarted = performance.now();
+    const waitLoadWall = Date.now();
+    await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
+      waitLoad.push(await serviceRun(i, true));
+    });
+    const waitLoadSeconds = (performance.now() - waitLoadStarted) / 1000;
+    const waitCpu = cpuDelta(waitCpuBefore, await processTreeCpu());
+    waitLoad = await withDbTimes(waitLoad);
+    const waitLoadDbSeconds =
+      (Math.max(...waitLoad.map((sample) => sample.wallStart + sample.runClosedMs)) - waitLoadWall) / 1000;
     serviceLoad = await withDbTimes(serviceLoad);
     const loadSegments = await breakdown(serviceLoad);
     const lastClosedWall = Math.max(...serviceLoad.map((sample) => sample.wallStart + sample.runClosedMs));
     const serviceLoadDbSeconds = (lastClosedWall - serviceLoadWall) / 1000;
 
     const bareLoad: BareSample[] = [];
+    const bareCpuBefore = await processTreeCpu();
     const bareLoadStarted = performance.now();
     await bounded(sizes.throughputRuns, IN_FLIGHT, async () => {
       bareLoad.push(await bareRun());
     });
     const bareLoadSeconds = (performance.now() - bareLoadStarted) / 1000;
+    const bareCpu = cpuDelta(bareCpuBefore, await processTreeCpu());
 
     // Report.
     const cpus = os.cpus();
@@ -580,8 +606,8 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     );
 
     console.log(
-      `\nLatency, one run at a time: ${sizes.latencyRuns} service runs and ${sizes.latencyRuns} bare runs, ` +
-        `interleaved (${latencySeconds.toFixed(1)} s)`,
+      `\nLatency, one run at a time: ${sizes.latencyRuns} service runs polled, ${sizes.latencyRuns} waited on ` +
+        `and ${sizes.latencyRuns} bare runs, interleaved (${latencySeconds.toFixed(1)} s)`,
     );
     console.log('| case | p50 ms | p99 ms | p50 vs bare |');
     console.log('|---|---|---|---|');
@@ -614,6 +640,11 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
       'service: SUCCEEDED seen by polling',
       serviceLatency.map((x) => x.observedMs),
       ratio(p(serviceLatency.map((x) => x.observedMs)).p50, bareResult.p50),
+    );
+    row(
+      'service: SUCCEEDED answered to a GET with wait_seconds (separate runs)',
+      waitLatency.map((x) => x.observedMs),
+      ratio(p(waitLatency.map((x) => x.observedMs)).p50, bareResult.p50),
     );
     row(
       'service: polling overhead (seen − run ended_at)',
@@ -667,6 +698,28 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
       serviceLoad.map((x) => x.observedMs),
       ratio(serviceRate, bareRate, 2),
     );
+    loadRow(
+      'service, waiting (wait_seconds): POST /run to run ended_at (DB)',
+      waitLoadDbSeconds,
+      sizes.throughputRuns / waitLoadDbSeconds,
+      waitLoad.map((x) => x.runClosedMs),
+      ratio(sizes.throughputRuns / waitLoadDbSeconds, bareRate, 2),
+    );
+    loadRow(
+      'service, waiting (wait_seconds): POST /run to SUCCEEDED answered',
+      waitLoadSeconds,
+      sizes.throughputRuns / waitLoadSeconds,
+      waitLoad.map((x) => x.observedMs),
+      ratio(sizes.throughputRuns / waitLoadSeconds, bareRate, 2),
+    );
+    const perRun = (usage: Array<[string, number]>) =>
+      usage.length === 0
+        ? 'not measured (no /proc)'
+        : `${((1000 * usage.reduce((sum, [, s]) => sum + s, 0)) / sizes.throughputRuns).toFixed(0)} ms: ` +
+          usage.map(([name, s]) => `${name} ${((1000 * s) / sizes.throughputRuns).toFixed(0)}`).join(', ');
+    console.log(`CPU per run (this process tree, user + system): service, polling ${perRun(serviceCpu)}`);
+    console.log(`CPU per run (this process tree, user + system): service, waiting ${perRun(waitCpu)}`);
+    console.log(`CPU per run (this process tree, user + system): bare ${perRun(bareCpu)}`);
     console.log(`\nWhere a sustained service run's time goes (the same ${sizes.throughputRuns} runs)`);
     console.log('| segment | p50 ms | p99 ms |');
     console.log('|---|---|---|');
@@ -674,6 +727,10 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
       const { p50, p99 } = p(values);
       console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} |`);
     }
+    console.log(
+      `(polling: ${(serviceLoad.reduce((sum, x) => sum + x.polls, 0) / serviceLoad.length).toFixed(1)} GETs per run; ` +
+        `waiting: ${(waitLoad.reduce((sum, x) => sum + x.polls, 0) / waitLoad.length).toFixed(1)})`,
+    );
     console.log(`(bench total ${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
   } finally {
     await runCleanup();

@@ -16,6 +16,7 @@ import {
   retryExecution,
   retryFailedExecutions,
 } from '../../engine/workflows/execution-retries';
+import { startRunEndWaiter } from '../../engine/workflows/run-end-waiter';
 import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
   createWorkflowWithSchedule,
@@ -260,6 +261,16 @@ const GroupedWorkerExecutions = Type.Object(
 );
 
 const workspaceField = WorkspaceParam;
+/** The longest a request may wait for a run to end (below common proxy and client timeouts). */
+const MAX_WAIT_SECONDS = 30;
+
+function waitSecondsOf(value: string | undefined): number {
+  if (value === undefined || value === '') return 0;
+  if (!/^\d{1,2}$/.test(value) || Number(value) > MAX_WAIT_SECONDS) {
+    throw new InvalidInput(`wait_seconds must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS}.`);
+  }
+  return Number(value);
+}
 const IdParam = IdParams('workflow');
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 const WorkflowReply = Type.Object({ workflow: Type.Ref('Workflow') });
@@ -284,6 +295,9 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
   app.addSchema(WorkflowExecution);
   app.addSchema(WorkerExecution);
   app.addSchema(GroupedWorkerExecutions);
+  // Requests waiting for a run to end (wait_seconds) hear of it through PostgreSQL LISTEN.
+  const runEnds = startRunEndWaiter(db, (message, error) => app.log.warn({ err: error }, message));
+  app.addHook('onClose', () => runEnds.close());
 
   app.post(
     '/workflows',
@@ -604,10 +618,22 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       schema: {
         tags,
         summary:
-          'List the executions of a workflow, or retrieve one (poll it until run_status is not RUNNING)',
+          'List the executions of a workflow, or retrieve one (poll it until run_status is not RUNNING, or wait for that with wait_seconds)',
+        description:
+          'With `workflow_execution_id` and `wait_seconds` (extension): while the run is RUNNING the ' +
+          'request is held until the run ends or `wait_seconds` pass, then answers the execution as ' +
+          'it is then (RUNNING if the time ran out). One request instead of a poll loop; the answer is ' +
+          'read from the records, as without `wait_seconds`.',
         params: IdParam,
         querystring: Type.Object({
           workflow_execution_id: Type.Optional(Type.String({ description: 'Returns {workflow_execution}.' })),
+          wait_seconds: Type.Optional(
+            Type.String({
+              description:
+                `Extension. Whole seconds, 0 to ${MAX_WAIT_SECONDS} (default 0): with workflow_execution_id, ` +
+                'wait up to this long for the run to leave RUNNING before answering.',
+            }),
+          ),
           worker_id: Type.Optional(Type.String({ description: 'Only executions that ran that worker.' })),
           with_resume: Type.Optional(LooseBoolean),
           page_size: Type.Optional(Type.String({ description: '1 to 100, default 10.' })),
@@ -630,16 +656,28 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       const { query } = request;
       const accountId = request.principal!.accountId;
       const withResume = looseBoolean(query.with_resume, false);
+      const waitSeconds = waitSecondsOf(query.wait_seconds);
       if (query.workflow_execution_id) {
-        const row = await workflowExecutionOf(
-          db,
-          accountId,
-          request.params.id,
-          query.workflow_execution_id,
-          query.workspace,
-        );
-        return { workflow_execution: workflowExecutionView(row, withResume) };
+        const executionId = query.workflow_execution_id;
+        const read = () =>
+          workflowExecutionOf(db, accountId, request.params.id, executionId, query.workspace);
+        const deadline = performance.now() + waitSeconds * 1000;
+        for (;;) {
+          // Subscribed before the read, so an end committed in between still wakes this request.
+          const ended = runEnds.subscribe(executionId);
+          try {
+            const row = await read();
+            const left = deadline - performance.now();
+            if (row.run_status !== 'RUNNING' || left <= 0 || request.raw.destroyed) {
+              return { workflow_execution: workflowExecutionView(row, withResume) };
+            }
+            await ended.until(left);
+          } finally {
+            ended.cancel();
+          }
+        }
       }
+      if (waitSeconds > 0) throw new InvalidInput('wait_seconds needs workflow_execution_id.');
       return listWorkflowExecutions(db, accountId, request.params.id, {
         workspace: query.workspace,
         workerId: query.worker_id,

@@ -22,7 +22,11 @@ const names = new Map<string, string>();
  * `runPrepared` for a statement already in PostgreSQL's form (`$1`, …; values as `pg` takes them,
  * arrays as arrays), outside any transaction: the hot path's fixed statements skip knex's compiler.
  */
-export async function runPreparedSql(db: Database, sql: string, bindings: readonly unknown[]): Promise<unknown[]> {
+export async function runPreparedSql(
+  db: Database,
+  sql: string,
+  bindings: readonly unknown[],
+): Promise<unknown[]> {
   let name = names.get(sql);
   if (name === undefined) {
     name = 'pas_' + createHash('sha1').update(sql).digest('hex').slice(0, 24);

@@ -298,7 +298,13 @@ export async function viewEntity(
   const row =
     db.isTransaction || readableAccounts(kind, accountId).length > 1
       ? await readOneAudited<EntityRow>(db, statement(), actor, entry)
-      : await viewOneBatched<EntityRow>(db, batchKey(accountId, kind, id, workspace), actor, entry, statement);
+      : await viewOneBatched<EntityRow>(
+          db,
+          batchKey(accountId, kind, id, workspace),
+          actor,
+          entry,
+          statement,
+        );
   if (!row) throw notFound(kind, id);
   return toRecord(row);
 }

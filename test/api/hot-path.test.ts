@@ -73,7 +73,8 @@ describe('hot path: round trips of an authenticated read', () => {
 
   test('concurrent GETs by id of two accounts are one statement, and each gets only its own row and record', async () => {
     const other = await createTestAccount(h.db);
-    const mine = (await h.call('POST', '/v2/portfolios', { name: 'Mine', securities: [] })).json().portfolio.id;
+    const mine = (await h.call('POST', '/v2/portfolios', { name: 'Mine', securities: [] })).json().portfolio
+      .id;
     const theirs = (await h.call('POST', '/v2/portfolios', { name: 'Theirs', securities: [] }, other)).json()
       .portfolio.id;
     // Warm both credential caches, then read concurrently: mine, theirs, mine as them, missing.
@@ -112,7 +113,8 @@ describe('hot path: round trips of an authenticated read', () => {
   });
 
   test('a read whose record the database refuses fails alone: the others of its batch answer', async () => {
-    const id = (await h.call('POST', '/v2/portfolios', { name: 'Batch', securities: [] })).json().portfolio.id;
+    const id = (await h.call('POST', '/v2/portfolios', { name: 'Batch', securities: [] })).json().portfolio
+      .id;
     await h.call('GET', `/v2/portfolios/${id}`);
     const read = (userAgent: string) =>
       h.app.inject({
@@ -122,7 +124,9 @@ describe('hot path: round trips of an authenticated read', () => {
       });
     // A constraint that refuses one read's record fails the batch statement; the batch is then
     // retried read by read, so only that read fails.
-    await h.db.raw(`ALTER TABLE audit_logs ADD CONSTRAINT refuse_one CHECK (user_agent IS DISTINCT FROM 'refuse-me')`);
+    await h.db.raw(
+      `ALTER TABLE audit_logs ADD CONSTRAINT refuse_one CHECK (user_agent IS DISTINCT FROM 'refuse-me')`,
+    );
     let responses: Awaited<ReturnType<typeof read>>[] = [];
     try {
       const statements = await statementsOf(async () => {
@@ -134,9 +138,9 @@ describe('hot path: round trips of an authenticated read', () => {
       await h.db.raw('ALTER TABLE audit_logs DROP CONSTRAINT refuse_one');
     }
     expect(responses.map((r) => r.statusCode)).toEqual([200, 500, 200]);
-    const agents = (await h.db('audit_logs').where({ entity_id: id, operation: 'VIEW', status: 'SUCCESS' })).map(
-      (r) => r.user_agent,
-    );
+    const agents = (
+      await h.db('audit_logs').where({ entity_id: id, operation: 'VIEW', status: 'SUCCESS' })
+    ).map((r) => r.user_agent);
     expect(agents).toEqual(expect.arrayContaining(['fine/1', 'fine/2']));
     expect(agents).not.toContain('refuse-me');
   });
