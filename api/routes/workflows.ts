@@ -297,7 +297,8 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
   app.addSchema(GroupedWorkerExecutions);
   // Requests waiting for a run to end (wait_seconds) hear of it through PostgreSQL LISTEN.
   const runEnds = startRunEndWaiter(db, (message, error) => app.log.warn({ err: error }, message));
-  app.addHook('onClose', () => runEnds.close());
+  // Stopping: waiting requests answer the run as it is at once, so they do not hold the shutdown.
+  app.addHook('preClose', () => runEnds.close());
 
   app.post(
     '/workflows',
@@ -668,7 +669,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
           try {
             const row = await read();
             const left = deadline - performance.now();
-            if (row.run_status !== 'RUNNING' || left <= 0 || request.raw.destroyed) {
+            if (row.run_status !== 'RUNNING' || left <= 0 || request.raw.destroyed || runEnds.closing) {
               return { workflow_execution: workflowExecutionView(row, withResume) };
             }
             await ended.until(left);

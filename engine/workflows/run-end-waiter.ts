@@ -61,6 +61,7 @@ export class RunEndWaiter {
     return {
       until: async (ms) => {
         if (woken) return true;
+        if (this.closed) return false;
         const limit = Math.max(
           0,
           Math.min(ms, this.listening && tracked ? RECHECK_MS : UNLISTENED_RECHECK_MS),
@@ -77,6 +78,11 @@ export class RunEndWaiter {
       },
       cancel,
     };
+  }
+
+  /** Closed (the process is stopping): callers answer what they have instead of waiting. */
+  get closing(): boolean {
+    return this.closed;
   }
 
   /** Whether notifications are being heard (the LISTEN connection is up). */

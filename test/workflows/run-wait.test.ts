@@ -57,7 +57,7 @@ describe('waiting for a run to end (wait_seconds)', () => {
   });
 
   test('when the time runs out first, the run is answered as it is: RUNNING', async () => {
-    const workflow = await slowWorkflow(6000);
+    const workflow = await slowWorkflow(3000);
     const started = await h.run(workflow.id);
     const res = await waitFor(workflow.id, started.id, '1');
     expect(res.statusCode).toBe(200);
@@ -129,5 +129,29 @@ describe('waiting for a run to end (wait_seconds)', () => {
     } finally {
       await waiter.close();
     }
+    // Closed (the API stopping): a wait ends at once, unwoken, so it cannot hold the shutdown.
+    expect(waiter.closing).toBe(true);
+    const late = waiter.subscribe(started.id);
+    expect(await late.until(30_000)).toBe(false);
+    late.cancel();
+  });
+
+  test('a request waiting while the app stops answers the run as it is (RUNNING) instead of holding the stop', async () => {
+    const { createTestApp } = await import('../support/test-app');
+    const workflow = await slowWorkflow(3000);
+    const started = await h.run(workflow.id);
+    // A second app on the same database, stopped while one of its requests waits.
+    const second = await createTestApp(h.db, { taskQueue: h.taskQueue });
+    const waiting = second.app.inject({
+      method: 'GET',
+      url: `/v2/workflows/${workflow.id}/workflow_executions?workflow_execution_id=${started.id}&wait_seconds=30`,
+      headers: { authorization: h.account.bearer },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await second.close();
+    const res = await waiting;
+    expect(res.statusCode).toBe(200);
+    expect(res.json().workflow_execution.run_status).toBe('RUNNING');
+    await h.pollUntilEnded(workflow.id, started.id);
   });
 });
