@@ -31,6 +31,7 @@ describe('migrations', () => {
         '20261124020000_run_outbox',
         '20261124030000_credential_notify',
         '20261124040000_rate_limit_unlogged',
+        '20261125000000_run_end_notify',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -47,6 +48,7 @@ describe('migrations', () => {
         { name: '20261124020000_run_outbox' },
         { name: '20261124030000_credential_notify' },
         { name: '20261124040000_rate_limit_unlogged' },
+        { name: '20261125000000_run_end_notify' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {
