@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Database } from '../db/database';
+import { connectionOf, ListenConnection } from '../db/listen-connection';
 import type { Principal } from './account-store';
 
 /** Channel the `pas_credentials` triggers notify (migrations/20261124030000_credential_notify.ts). */
@@ -8,7 +9,6 @@ export const CREDENTIALS_CHANNEL = 'pas_credentials';
 /** A safety net only: a change is normally seen at once through the channel. */
 const MAX_AGE_MS = 5 * 60_000;
 const MAX_ENTRIES = 10_000;
-const RECONNECT_MS = 1_000;
 
 /** Every cache of this process, so a change made here empties them synchronously, before any reply. */
 const caches = new Set<CredentialCache>();
@@ -41,22 +41,28 @@ export interface ResolvedCredential {
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
   private generation = 0;
-  private listening = false;
-  private client: pg.Client | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly listener: ListenConnection;
   private closed = false;
 
   constructor(
-    private readonly connection: string | pg.ClientConfig,
+    connection: string | pg.ClientConfig,
     private readonly log: (message: string, error?: unknown) => void = () => undefined,
   ) {
     caches.add(this);
-    void this.listen();
+    this.listener = new ListenConnection(connection, CREDENTIALS_CHANNEL, {
+      notified: () => this.invalidate(),
+      // Whatever changed while nobody listened is unknown: start empty.
+      up: () => this.invalidate(),
+      down: (error) => {
+        this.invalidate();
+        if (!this.closed) this.log('credential cache off: its LISTEN connection was lost; retrying', error);
+      },
+    });
   }
 
   /** Whether lookups are being cached (the LISTEN connection is up). */
   get active(): boolean {
-    return this.listening;
+    return this.listener.active;
   }
 
   invalidate(): void {
@@ -66,13 +72,13 @@ export class CredentialCache {
 
   async resolve(key: string, lookup: () => Promise<ResolvedCredential | null>): Promise<Principal | null> {
     const now = Date.now();
-    const hit = this.listening ? this.entries.get(key) : undefined;
+    const hit = this.active ? this.entries.get(key) : undefined;
     if (hit && hit.expiresAtMs > now) return hit.principal;
     if (hit) this.entries.delete(key);
     const generation = this.generation;
     const resolved = await lookup();
     // Refusals are not cached: a key created a moment later must work at once.
-    if (resolved && this.listening && generation === this.generation) {
+    if (resolved && this.active && generation === this.generation) {
       if (this.entries.size >= MAX_ENTRIES) {
         const oldest = this.entries.keys().next().value;
         if (oldest !== undefined) this.entries.delete(oldest);
@@ -83,48 +89,11 @@ export class CredentialCache {
     return resolved?.principal ?? null;
   }
 
-  private async listen(): Promise<void> {
-    this.timer = null;
-    if (this.closed) return;
-    const client = new pg.Client(
-      typeof this.connection === 'string' ? { connectionString: this.connection } : this.connection,
-    );
-    this.client = client;
-    const lost = (error?: unknown) => {
-      if (this.client !== client) return;
-      this.client = null;
-      this.listening = false;
-      this.invalidate();
-      client.end().catch(() => undefined);
-      if (!this.closed) {
-        this.log('credential cache off: its LISTEN connection was lost; retrying', error);
-        this.timer = setTimeout(() => void this.listen(), RECONNECT_MS);
-      }
-    };
-    client.on('error', lost);
-    client.on('end', () => lost());
-    client.on('notification', () => this.invalidate());
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CREDENTIALS_CHANNEL}`);
-      if (this.client !== client) return;
-      // Whatever changed while nobody listened is unknown: start empty.
-      this.invalidate();
-      this.listening = true;
-    } catch (error) {
-      lost(error);
-    }
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     caches.delete(this);
-    if (this.timer) clearTimeout(this.timer);
-    this.listening = false;
     this.invalidate();
-    const client = this.client;
-    this.client = null;
-    await client?.end().catch(() => undefined);
+    await this.listener.close();
   }
 }
 
@@ -133,6 +102,5 @@ export function startCredentialCache(
   db: Database,
   log?: (message: string, error?: unknown) => void,
 ): CredentialCache {
-  const connection = (db.client as { config: { connection: string | pg.ClientConfig } }).config.connection;
-  return new CredentialCache(connection, log);
+  return new CredentialCache(connectionOf(db), log);
 }

@@ -1,9 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Database } from '../db/database';
+import { connectionOf, ListenConnection } from '../db/listen-connection';
 
 /** Channel the run-end trigger notifies (migrations/20261125000000_run_end_notify.ts). */
 export const RUN_ENDED_CHANNEL = 'pas_run_ended';
-const RECONNECT_MS = 1_000;
 /** Longest a waiter sleeps before its caller reads the run again, notified or not. */
 export const RECHECK_MS = 1_000;
 /** Without a LISTEN connection, waiters wake this often instead (the caller reads the run again). */
@@ -20,16 +20,24 @@ const MAX_WAITED_RUNS = 10_000;
  */
 export class RunEndWaiter {
   private readonly waiting = new Map<string, Set<() => void>>();
-  private listening = false;
-  private client: pg.Client | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly listener: ListenConnection;
   private closed = false;
 
   constructor(
-    private readonly connection: string | pg.ClientConfig,
+    connection: string | pg.ClientConfig,
     private readonly log: (message: string, error?: unknown) => void = () => undefined,
   ) {
-    void this.listen();
+    this.listener = new ListenConnection(connection, RUN_ENDED_CHANNEL, {
+      notified: (executionId) => this.notify(executionId),
+      // A run may have ended while nobody listened: waiters read again.
+      up: () => this.wakeAll(),
+      // Whoever waits reads the run again now rather than sleeping on a connection that is gone.
+      down: (error) => {
+        this.wakeAll();
+        if (!this.closed)
+          this.log('run-end notifications off: their LISTEN connection was lost; retrying', error);
+      },
+    });
   }
 
   /**
@@ -64,7 +72,7 @@ export class RunEndWaiter {
         if (this.closed) return false;
         const limit = Math.max(
           0,
-          Math.min(ms, this.listening && tracked ? RECHECK_MS : UNLISTENED_RECHECK_MS),
+          Math.min(ms, this.listener.active && tracked ? RECHECK_MS : UNLISTENED_RECHECK_MS),
         );
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
@@ -87,7 +95,7 @@ export class RunEndWaiter {
 
   /** Whether notifications are being heard (the LISTEN connection is up). */
   get active(): boolean {
-    return this.listening;
+    return this.listener.active;
   }
 
   private notify(executionId: string): void {
@@ -103,50 +111,10 @@ export class RunEndWaiter {
     for (const set of sets) for (const wake of set) wake();
   }
 
-  private async listen(): Promise<void> {
-    this.timer = null;
-    if (this.closed) return;
-    const client = new pg.Client(
-      typeof this.connection === 'string' ? { connectionString: this.connection } : this.connection,
-    );
-    this.client = client;
-    const lost = (error?: unknown) => {
-      if (this.client !== client) return;
-      this.client = null;
-      this.listening = false;
-      // Whoever waits reads the run again now rather than sleeping on a connection that is gone.
-      this.wakeAll();
-      client.end().catch(() => undefined);
-      if (!this.closed) {
-        this.log('run-end notifications off: their LISTEN connection was lost; retrying', error);
-        this.timer = setTimeout(() => void this.listen(), RECONNECT_MS);
-      }
-    };
-    client.on('error', lost);
-    client.on('end', () => lost());
-    client.on('notification', (message) => {
-      if (message.channel === RUN_ENDED_CHANNEL && message.payload) this.notify(message.payload);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${RUN_ENDED_CHANNEL}`);
-      if (this.client !== client) return;
-      this.listening = true;
-      // A run may have ended while nobody listened: waiters read again.
-      this.wakeAll();
-    } catch (error) {
-      lost(error);
-    }
-  }
-
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.listening = false;
     this.wakeAll();
-    const client = this.client;
-    this.client = null;
-    await client?.end().catch(() => undefined);
+    await this.listener.close();
   }
 }
 
@@ -155,6 +123,5 @@ export function startRunEndWaiter(
   db: Database,
   log?: (message: string, error?: unknown) => void,
 ): RunEndWaiter {
-  const connection = (db.client as { config: { connection: string | pg.ClientConfig } }).config.connection;
-  return new RunEndWaiter(connection, log);
+  return new RunEndWaiter(connectionOf(db), log);
 }
