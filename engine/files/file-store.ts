@@ -343,14 +343,14 @@ export async function viewFilePart(
  * uid names one file). Another account's file, like an unknown uid, is not found.
  */
 export async function viewFileByUid(db: Database, actor: Actor, uid: string): Promise<EntityRecord> {
-  const notFound = new NotFound(`File /file/${uid} not found.`);
-  if (!FILE_UID.test(uid)) throw notFound;
+  const notFound = () => new NotFound(`File /file/${uid} not found.`);
+  if (!FILE_UID.test(uid)) throw notFound();
   const row = (await db('entities')
     .select('id', 'workspace')
     .where({ account_id: actor.principal.accountId, kind: FILE.kind })
     .whereRaw("body->>'uid' = ?", [uid])
     .first()) as { id: string; workspace: string } | undefined;
-  if (!row) throw notFound;
+  if (!row) throw notFound();
   const record = await findEntity(db, actor.principal.accountId, FILE, row.id, row.workspace);
   await recordAudit(db, actor, {
     operation: 'VIEW',

@@ -36,10 +36,11 @@ export async function workflowExecutionOf(
   executionId: string,
   workspace: unknown,
 ): Promise<WorkflowExecutionRow> {
-  const notFound = new NotFound(`Workflow execution ${executionId} not found.`);
-  if (!isId('workflowExecution', executionId)) throw notFound;
+  // Built only when thrown: an Error's stack trace costs more than the read on this polled path.
+  const notFound = () => new NotFound(`Workflow execution ${executionId} not found.`);
+  if (!isId('workflowExecution', executionId)) throw notFound();
   const row = await findWorkflowExecution(db, accountId, executionId);
-  if (row.workflow_id !== workflowId || row.workspace !== checkWorkspaceName(workspace)) throw notFound;
+  if (row.workflow_id !== workflowId || row.workspace !== checkWorkspaceName(workspace)) throw notFound();
   return row;
 }
 
@@ -113,15 +114,15 @@ export async function workerExecutionOf(
   workerExecutionId: string,
   workspace: unknown,
 ): Promise<WorkerExecutionRow> {
-  const notFound = new NotFound(`Worker execution ${workerExecutionId} not found.`);
-  if (!isId('workerExecution', workerExecutionId)) throw notFound;
+  const notFound = () => new NotFound(`Worker execution ${workerExecutionId} not found.`);
+  if (!isId('workerExecution', workerExecutionId)) throw notFound();
   const row = await findWorkerExecution(db, accountId, workerExecutionId);
-  if (workflowId !== null && row.workflow_id !== workflowId) throw notFound;
+  if (workflowId !== null && row.workflow_id !== workflowId) throw notFound();
   // Worker execution ids are unique in the account. The legacy client's `syncronous_retrieve` asks for
   // the Ender's execution by id alone, without the run's workspace: only a workspace that was given is checked.
   if (workspace === undefined) return row;
   const execution = await findWorkflowExecution(db, accountId, row.workflow_execution_id);
-  if (execution.workspace !== checkWorkspaceName(workspace)) throw notFound;
+  if (execution.workspace !== checkWorkspaceName(workspace)) throw notFound();
   return row;
 }
 
