@@ -662,6 +662,8 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
         const executionId = query.workflow_execution_id;
         const read = () =>
           workflowExecutionOf(db, accountId, request.params.id, executionId, query.workspace);
+        // A plain read (the polling path) never touches the waiter.
+        if (waitSeconds === 0) return { workflow_execution: workflowExecutionView(await read(), withResume) };
         const deadline = performance.now() + waitSeconds * 1000;
         for (;;) {
           // Subscribed before the read, so an end committed in between still wakes this request.

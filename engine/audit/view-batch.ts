@@ -119,7 +119,8 @@ function flush(db: Database): void {
   if (!queue || queue.length === 0) return;
   const batch = queue.splice(0, MAX_BATCH);
   if (queue.length > 0) setImmediate(() => flush(db));
-  void runBatch(db, batch);
+  // Whatever goes wrong, every request of the batch gets an answer: none is left waiting.
+  runBatch(db, batch).catch((error: unknown) => batch.forEach((p) => p.reject(error)));
 }
 
 async function runBatch(db: Database, batch: Pending[]): Promise<void> {
@@ -148,7 +149,9 @@ async function runBatch(db: Database, batch: Pending[]): Promise<void> {
     // One statement for all failed: each read on its own, so a bad one fails alone.
     await Promise.all(
       batch.map((p) =>
-        readOneAudited<Record<string, unknown>>(db, p.alone(), p.actor, p.entry).then(p.resolve, p.reject),
+        Promise.resolve()
+          .then(() => readOneAudited<Record<string, unknown>>(db, p.alone(), p.actor, p.entry))
+          .then(p.resolve, p.reject),
       ),
     );
     return;

@@ -42,8 +42,9 @@ export class RunEndWaiter {
 
   /**
    * Starts waiting on `executionId` now (so a notification that arrives before the caller reads
-   * the run is not missed); `until(ms)` resolves on the notification (true) or after min(ms, the
-   * recheck interval) (false); `cancel()` stops waiting. Call `cancel` in every case.
+   * the run is not missed); `until(ms)` resolves true when woken (the run's notification, or the
+   * LISTEN connection going down or coming back), false after min(ms, the recheck interval);
+   * `cancel()` stops waiting. Call `cancel` in every case.
    */
   subscribe(executionId: string): { until(ms: number): Promise<boolean>; cancel(): void } {
     let wake: () => void = () => undefined;

@@ -357,8 +357,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       // Calls an earlier attempt of this execution made (its process died mid-script) answer from
       // the journal instead of taking effect twice.
       // (A fresh execution, just created by this attempt, has none: no read.)
-      const opened = begun.fresh ? SdkJournal.empty(db, record.id) : await SdkJournal.open(db, record.id);
-      journal = opened;
+      journal = begun.fresh ? SdkJournal.empty(db, record.id) : await SdkJournal.open(db, record.id);
       const bridge = createSdkBridge(
         {
           db,
@@ -367,7 +366,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           publicUrl: options.publicUrl,
           simulation: options.simulation,
         },
-        opened,
+        journal,
       );
       const beat = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
       let outcome: ScriptOutcome;
@@ -394,7 +393,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       if (!outcome.ok && outcome.error.kind === 'cancelled') {
         throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
-      outcome = { ...outcome, logs: opened.withLogs(outcome.logs) };
+      outcome = { ...outcome, logs: journal.withLogs(outcome.logs) };
       return outcome.ok
         ? end('COMPLETED', outcome.result, null, outcome)
         : end('ERROR', null, describeFailure(outcome), outcome);
