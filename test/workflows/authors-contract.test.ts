@@ -3,12 +3,12 @@ import path from 'node:path';
 import { startHarness, workerId, type WorkflowHarness } from './workflow-harness';
 
 /**
- * The README's "What `main(args)` receives" examples, run as written: one workflow with a worker of
- * every type, built from the README's own code block, so the documented contract cannot drift.
+ * docs/workflows.md's "What `main(args)` receives" examples, run as written: one workflow with a worker of
+ * every type, built from the page's own code block, so the documented contract cannot drift.
  */
 function readmeScripts(): string[] {
-  const readme = readFileSync(path.resolve(__dirname, '..', '..', 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### What `main(args)` receives'));
+  const readme = readFileSync(path.resolve(__dirname, '..', '..', 'docs', 'workflows.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## What `main(args)` receives'));
   const block = /```js\n([\s\S]*?)```/.exec(section)![1]!;
   return block
     .split(/\n(?=\/\/ )/)
@@ -16,7 +16,7 @@ function readmeScripts(): string[] {
     .filter(Boolean);
 }
 
-describe('the workflow authors’ contract in the README', () => {
+describe('the workflow authors’ contract in docs/workflows.md', () => {
   let h: WorkflowHarness;
 
   beforeAll(async () => {
