@@ -16,6 +16,10 @@ ENV NODE_ENV=production \
     npm_config_fund=false \
     npm_config_audit=false
 
+# A build behind a TLS-intercepting proxy passes the proxy's CA bundle for `npm ci` (mounted at that
+# path for the build only); a build argument, so it is not kept in the image's environment.
+ARG NODE_EXTRA_CA_CERTS
+
 WORKDIR /app
 
 # Dependencies before the source, so editing code does not reinstall them. Every file a RUN step
