@@ -286,6 +286,7 @@ export async function ensureBaseImage(podman: Podman): Promise<BaseImage> {
   const key = createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 12);
   const image = `localhost/pas-node-base:${nodeVersion}-${DEBIAN_SUITE}-${key}`;
   if ((await podman.run(['image', 'exists', image])).status === 0) return { image, built: false, timings };
+  await removeOtherBases(podman, image);
 
   const work = path.join(podman.dir, 'base-build', key);
   const root = path.join(work, 'rootfs');
@@ -365,6 +366,19 @@ export async function ensureBaseImage(podman: Podman): Promise<BaseImage> {
   return { image, built: true, timings };
 }
 
+/** Base images of earlier recipes: nothing builds on them any more. */
+async function removeOtherBases(podman: Podman, keep: string): Promise<void> {
+  const listed = await podman.mustRun([
+    'images',
+    '--filter',
+    'reference=localhost/pas-node-base',
+    '--format',
+    '{{.Repository}}:{{.Tag}}',
+  ]);
+  const others = listed.stdout.split(/\s+/).filter((name) => name !== '' && name !== keep);
+  if (others.length > 0) await podman.run(['rmi', ...others]);
+}
+
 // --- the image --------------------------------------------------------------------------------------
 
 /**
@@ -395,6 +409,8 @@ export async function buildImage(
     args.push('--build-arg', `NODE_EXTRA_CA_CERTS=${inBuild}`, '--volume', `${hostCa}:${inBuild}:ro`);
   }
   const result = await podman.mustRun([...args, PROJECT_ROOT], { timeoutMs: 1_200_000 });
+  // Earlier builds' images, now untagged, go; the layers this build used stay as its cache.
+  await podman.mustRun(['image', 'prune', '--force']);
   return { seconds: seconds(started), log: result.stdout + result.stderr };
 }
 
@@ -425,6 +441,17 @@ export interface ImageRuntime {
 }
 
 const CONTAINER_LABEL = 'pas.test=image';
+const OWNER_LABEL = 'pas.test.owner';
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Containers of `image` on the host's network: the suite's servers listen on 127.0.0.1 only. */
 export class PodmanRuntime implements ImageRuntime {
@@ -438,11 +465,25 @@ export class PodmanRuntime implements ImageRuntime {
     private readonly image: string,
   ) {}
 
-  /** Removes containers an earlier, interrupted run left behind (only ours: label and private storage). */
+  /**
+   * Removes containers an interrupted run left behind: ours (label, private storage) whose test
+   * process is gone, so a run beside this one in the same checkout keeps its containers.
+   */
   async removeLeftovers(): Promise<void> {
-    const listed = await this.podman.mustRun(['ps', '-a', '-q', '--filter', `label=${CONTAINER_LABEL}`]);
-    const ids = listed.stdout.split(/\s+/).filter(Boolean);
-    if (ids.length > 0) await this.podman.run(['rm', '-f', '-t', '0', ...ids]);
+    const listed = await this.podman.mustRun([
+      'ps',
+      '-a',
+      '--filter',
+      `label=${CONTAINER_LABEL}`,
+      '--format',
+      `{{.ID}} {{index .Labels "${OWNER_LABEL}"}}`,
+    ]);
+    const orphans = listed.stdout
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([id, owner]) => id && !processAlive(Number(owner)))
+      .map(([id]) => id!);
+    if (orphans.length > 0) await this.podman.run(['rm', '-f', '-t', '0', ...orphans]);
   }
 
   private args(name: string, env: Record<string, string>): string[] {
@@ -453,6 +494,8 @@ export class PodmanRuntime implements ImageRuntime {
       name,
       '--label',
       CONTAINER_LABEL,
+      '--label',
+      `${OWNER_LABEL}=${process.pid}`,
       '--network',
       'host',
       // compose: `init: true`
