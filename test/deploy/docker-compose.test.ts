@@ -22,8 +22,10 @@ import { commandText, environmentOf, interpolate, type Service, services } from 
 
 /**
  * The scale-out deployment (docker-compose.yml + Dockerfile) is checked against the code it runs:
- * npm scripts and their entry files, the configuration table, the Temporal search attributes. There is
- * no Docker engine in CI, so this reads the files; `docker compose config` runs when the plugin exists.
+ * npm scripts and their entry files, the configuration table, the Temporal search attributes, and
+ * that every RUN step finds the files it needs. These read the files, so they also hold where no
+ * container engine exists; `docker compose config` runs when the plugin exists, and image.test.ts
+ * builds and runs the image itself.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
