@@ -16,7 +16,6 @@ import {
   startImageDeployment,
 } from '../support/container-image';
 import { PROJECT_ROOT } from '../support/dockerfile';
-import { freePorts } from '../support/global-setup';
 import { createTestDatabase } from '../support/test-database';
 
 /**
@@ -74,7 +73,6 @@ describe(`the image, ${how}`, () => {
       temporalAddress: process.env.TEST_TEMPORAL_ADDRESS!,
       // The suite's Temporal server is shared: a queue of its own keeps other suites' runs off this worker.
       taskQueue,
-      apiPort: (await freePorts(1))[0]!,
     });
     timings.push(`migrate + api + worker healthy in ${Math.round((Date.now() - startedServices) / 1000)} s`);
     console.log(

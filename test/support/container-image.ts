@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import path from 'node:path';
 import { commandText, environmentOf, services } from './compose-file';
 import {
@@ -46,10 +47,11 @@ export function runCommand(
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timeoutMs = options.timeoutMs ?? 120_000;
     const timer = setTimeout(() => {
-      stderr += `\n[killed after ${options.timeoutMs} ms]`;
+      stderr += `\n[killed after ${timeoutMs} ms]`;
       child.kill('SIGKILL');
-    }, options.timeoutMs ?? 120_000);
+    }, timeoutMs);
     child.once('error', (error) => {
       clearTimeout(timer);
       reject(error);
@@ -61,14 +63,16 @@ export function runCommand(
   });
 }
 
+/** The result, or an error naming the command with the end of its output. */
+function succeeded(command: string, result: Finished): Finished {
+  if (result.status === 0) return result;
+  throw new Error(
+    `${command} exited ${result.status}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
+  );
+}
+
 async function mustRun(program: string, args: string[], options: Parameters<typeof runCommand>[2] = {}) {
-  const result = await runCommand(program, args, options);
-  if (result.status !== 0) {
-    throw new Error(
-      `${program} ${args.join(' ')} exited ${result.status}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
-    );
-  }
-  return result;
+  return succeeded(`${program} ${args.join(' ')}`, await runCommand(program, args, options));
 }
 
 const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
@@ -148,13 +152,7 @@ export class Podman {
   }
 
   async mustRun(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}) {
-    const result = await this.run(args, options);
-    if (result.status !== 0) {
-      throw new Error(
-        `podman ${args.join(' ')} exited ${result.status}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
-      );
-    }
-    return result;
+    return succeeded(`podman ${args.join(' ')}`, await this.run(args, options));
   }
 }
 
@@ -600,6 +598,15 @@ async function copyFromContext(source: string, destination: string): Promise<voi
   }
 }
 
+/** Signals a process group the replay started; one already gone is fine. */
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group has exited
+  }
+}
+
 /** The process group of a live process (from /proc), or null. */
 function processGroup(pid: number): number | null {
   try {
@@ -648,8 +655,8 @@ export class ReplayRuntime implements ImageRuntime {
       ownsIdentity: (identity) => processGroup(Number(identity.split('@')[0])) === child.pid,
       stop: async () => {
         if (child.exitCode === null && child.signalCode === null) {
-          process.kill(-child.pid!, 'SIGTERM');
-          const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 10_000);
+          killGroup(child.pid!, 'SIGTERM');
+          const timer = setTimeout(() => killGroup(child.pid!, 'SIGKILL'), 10_000);
           await exited;
           clearTimeout(timer);
         }
@@ -659,15 +666,7 @@ export class ReplayRuntime implements ImageRuntime {
   }
 
   async close(): Promise<void> {
-    for (const child of this.children) {
-      if (child.exitCode === null && child.signalCode === null) {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-    }
+    for (const child of this.children) killGroup(child.pid!, 'SIGKILL');
     this.children.clear();
   }
 }
@@ -681,8 +680,8 @@ export interface DeploymentTarget {
   temporalNamespace?: string;
   /** Default: the compose file's. A shared Temporal server wants one per test run. */
   taskQueue?: string;
-  /** Where the API listens (the host's network): 127.0.0.1 and this port. */
-  apiPort: number;
+  /** Where the API listens on the host's network (127.0.0.1); default: a free port. */
+  apiPort?: number;
 }
 
 export interface ImageDeployment {
@@ -697,7 +696,7 @@ export interface ImageDeployment {
 }
 
 /** The compose service's command and environment, pointed at `target`. */
-function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarget) {
+function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarget & { apiPort: number }) {
   const service = services[name];
   if (!service) throw new Error(`docker-compose.yml has no service ${name}`);
   const env: Record<string, string> = {
@@ -722,8 +721,9 @@ function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarge
  */
 export async function startImageDeployment(
   runtime: ImageRuntime,
-  target: DeploymentTarget,
+  deploymentTarget: DeploymentTarget,
 ): Promise<ImageDeployment> {
+  const target = { ...deploymentTarget, apiPort: deploymentTarget.apiPort ?? (await freePort()) };
   const migrate = serviceSpec('migrate', target);
   const migrated = await runtime.oneShot('migrate', migrate.command, migrate.env);
   if (migrated.status !== 0) {
@@ -758,6 +758,17 @@ export async function startImageDeployment(
     await Promise.allSettled(started.map((service) => service.stop()));
     throw new Error(`${(error as Error).message}\n${output}`);
   }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 async function waitUntilServing(apiUrl: string, started: Service[], timeoutMs = 240_000): Promise<void> {
