@@ -2,7 +2,11 @@
 # One image for the scale-out deployment (docker-compose.yml): the api (default CMD), the Temporal
 # workers (`npm run start:worker`) and the one-shot migrations (`npm run migrate`) all run from it.
 # Node 24 as pinned in .nvmrc; the npm scripts run the project's own pinned Node from node_modules.
-FROM node:24-bookworm-slim
+# The base is a build argument so a machine without access to an image registry can build on a
+# locally made equivalent (Debian bookworm-slim plus Node 24 and npm in /usr/local, a `node` user);
+# test/deploy/image.test.ts does that.
+ARG BASE_IMAGE=node:24-bookworm-slim
+FROM ${BASE_IMAGE}
 
 # The cluster provides Temporal, so the postinstall must not download the Temporal CLI (it is only
 # needed for the embedded dev server of `npm start`).
@@ -12,11 +16,18 @@ ENV NODE_ENV=production \
     npm_config_fund=false \
     npm_config_audit=false
 
+# A build behind a TLS-intercepting proxy passes the proxy's CA bundle for `npm ci` (mounted at that
+# path for the build only); a build argument, so it is not kept in the image's environment.
+ARG NODE_EXTRA_CA_CERTS
+
 WORKDIR /app
 
-# Dependencies before the source, so editing code does not reinstall them. `npm ci` runs the
-# package's postinstall, hence its script is copied first. Files stay owned by root: the app
-# runs as `node` and cannot rewrite its own code.
+# Dependencies before the source, so editing code does not reinstall them. Every file a RUN step
+# needs is copied before it: `npm ci` needs the manifest, the lock file and the files of every
+# command of the install scripts (postinstall: the Temporal CLI installer, which the ENV above
+# turns off). Nothing is built here: the wasm kernel runs from the committed
+# calc/wasm/kernel-module.ts, copied with calc/ below (its compiler is a dev dependency).
+# Files stay owned by root: the app runs as `node` and cannot rewrite its own code.
 COPY package.json package-lock.json ./
 COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-temporal-cli.mjs
 RUN npm ci --omit=dev && npm cache clean --force

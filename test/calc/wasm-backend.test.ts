@@ -29,7 +29,8 @@ import { realMarket } from './support/market-csv';
 const ROOT = path.join(__dirname, '..', '..');
 
 test('the committed kernel module is the build of calc/wasm/assembly/kernel.ts', () => {
-  // Exits 1 (and execFileSync throws) when a rebuild differs from calc/wasm/kernel-module.ts.
+  // Exits 1 (and execFileSync throws) when a rebuild differs from calc/wasm/kernel-module.ts. No install
+  // step rewrites that file (it is only built by `npm run build:wasm`), so a stale module fails CI.
   const out = execFileSync(process.execPath, [path.join(ROOT, 'calc/wasm/build.mjs'), '--check'], {
     cwd: ROOT,
     encoding: 'utf8',

@@ -1,60 +1,37 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../engine/config';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
+import {
+  argDefaults,
+  baseImage,
+  copies,
+  dockerfile,
+  environmentBefore,
+  excludedFromContext,
+  filesNeeded,
+  inImage,
+  nodeEntry,
+  packageScripts,
+  reachableFiles,
+  runSteps,
+  shellCommands,
+} from '../support/dockerfile';
+import { commandText, environmentOf, interpolate, type Service, services } from '../support/compose-file';
 
 /**
  * The scale-out deployment (docker-compose.yml + Dockerfile) is checked against the code it runs:
- * npm scripts and their entry files, the configuration table, the Temporal search attributes. There is
- * no Docker engine in CI, so this reads the files; `docker compose config` runs when the plugin exists.
+ * npm scripts and their entry files, the configuration table, the Temporal search attributes, and
+ * that every RUN step finds the files it needs. These read the files, so they also hold where no
+ * container engine exists; `docker compose config` runs when the plugin exists, and image.test.ts
+ * builds and runs the image itself.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
-interface Service {
-  image?: string;
-  build?: string | { context?: string; dockerfile?: string };
-  command?: string | string[];
-  environment?: Record<string, string | number | boolean | null> | string[];
-  depends_on?: string[] | Record<string, { condition?: string }>;
-  ports?: Array<string | number | { published?: string | number; target?: number; protocol?: string }>;
-  deploy?: { replicas?: number };
-  healthcheck?: { test?: string | string[] };
-}
-
-// Compose uses YAML 1.1 merge keys (`<<: *anchor`) for the shared settings.
-const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
-const services = compose.services;
-const packageScripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
 const configNames = new Set(CONFIG_VARIABLES.map((variable) => variable.name));
-
-/** Compose interpolation as `docker compose` would do it with no variables set: defaults, `$$` → `$`. */
-function interpolate(value: string): string {
-  let text = value.replaceAll('$$', '\u0000');
-  const variable = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^${}]*))?\}/;
-  // Innermost first, so nested defaults (`${A:-${B:-x}}`) resolve.
-  while (variable.test(text)) text = text.replace(variable, (_, _name, fallback?: string) => fallback ?? '');
-  return text.replaceAll('\u0000', '$');
-}
-
-function environmentOf(service: Service): Record<string, string> {
-  const env = service.environment ?? {};
-  const entries = Array.isArray(env)
-    ? env.map((line) => {
-        const at = line.indexOf('=');
-        return at < 0 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
-      })
-    : Object.entries(env).map(([name, value]) => [name, value === null ? '' : String(value)]);
-  return Object.fromEntries(entries.map(([name, value]) => [name, interpolate(value!)]));
-}
-
-function commandText(service: Service): string {
-  const command = service.command ?? '';
-  return Array.isArray(command) ? command.join(' ') : command;
-}
 
 function dependencies(service: Service): Record<string, string> {
   const deps = service.depends_on ?? [];
@@ -79,118 +56,8 @@ const ourService = (name: string): Service => {
   return service;
 };
 
-/** The file `node … <entry>` runs in an npm script (skipping Node's options and their values). */
-function scriptEntry(script: string): string {
-  const words = script.split(/\s+/);
-  if (words[0] !== 'node') throw new Error(`script does not start with node: ${script}`);
-  const takesValue = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
-  for (let i = 1; i < words.length; i++) {
-    const word = words[i]!;
-    if (takesValue.has(word)) i++;
-    else if (!word.startsWith('-')) return word;
-  }
-  throw new Error(`no entry file in script: ${script}`);
-}
-
-// --- Dockerfile ----------------------------------------------------------------------------------
-
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-const dockerfile: Instruction[] = read('Dockerfile')
-  .replace(/\\\r?\n/g, ' ') // line continuations
-  .split(/\r?\n/)
-  .map((line) => line.trim())
-  .filter((line) => line !== '' && !line.startsWith('#'))
-  .map((line) => {
-    const [keyword, ...rest] = line.split(/\s+/);
-    return { keyword: keyword!.toUpperCase(), args: rest.join(' ') };
-  });
-
-interface Copy {
-  sources: string[];
-  destination: string;
-  index: number;
-}
-
-/** COPY/ADD from the build context (not from another stage), without their --flags. */
-const copies: Copy[] = dockerfile.flatMap(({ keyword, args }, index) => {
-  if (keyword !== 'COPY' && keyword !== 'ADD') return [];
-  const words = args.startsWith('[') ? (JSON.parse(args) as string[]) : args.split(/\s+/);
-  if (words.some((word) => word.startsWith('--from'))) return [];
-  const paths = words.filter((word) => !word.startsWith('--'));
-  return [{ sources: paths.slice(0, -1), destination: paths.at(-1)!, index }];
-});
-
-/** Where a COPY puts a source, relative to WORKDIR (Docker's rule: a `/` destination is a folder). */
-function copiedTo({ sources, destination }: Copy, source: string): string {
-  const intoFolder = destination.endsWith('/') || sources.length > 1;
-  return path.posix.normalize(
-    intoFolder ? path.posix.join(destination, path.posix.basename(source)) : destination,
-  );
-}
-
-/** .dockerignore semantics: patterns from the context root, a match covers a folder's contents, `!` re-includes. */
-const ignorePatterns = read('.dockerignore')
-  .split(/\r?\n/)
-  .map((line) => line.trim())
-  .filter((line) => line !== '' && !line.startsWith('#'));
-
-function excludedFromContext(file: string): boolean {
-  const parts = file.split('/');
-  const candidates = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
-  let excluded = false;
-  for (const raw of ignorePatterns) {
-    const negated = raw.startsWith('!');
-    const pattern = path.posix.normalize(raw.slice(negated ? 1 : 0).replace(/^\/+/, '')).replace(/\/$/, '');
-    if (candidates.some((candidate) => path.matchesGlob(candidate, pattern))) excluded = !negated;
-  }
-  return excluded;
-}
-
-/** True when the image holds the repository file at the same relative path. */
-function inImage(file: string): boolean {
-  if (excludedFromContext(file)) return false;
-  return copies.some((copy) =>
-    copy.sources.some(
-      (source) =>
-        copiedTo(copy, source) === path.posix.normalize(source) &&
-        (file === path.posix.normalize(source) || file.startsWith(`${path.posix.normalize(source)}/`)),
-    ),
-  );
-}
-
-/** Every repository file reachable from `entry` through relative imports (static, dynamic, require). */
-function reachableFiles(entry: string): Set<string> {
-  const seen = new Set<string>();
-  const pending = [entry];
-  const specifier =
-    /(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+|\brequire(?:\.resolve)?\s*\(\s*)['"](\.\.?\/[^'"]+)['"]/g;
-  while (pending.length > 0) {
-    const file = pending.pop()!;
-    if (seen.has(file)) continue;
-    seen.add(file);
-    for (const match of read(file).matchAll(specifier)) {
-      const base = path.posix.join(path.posix.dirname(file), match[1]!);
-      const resolved = [
-        base,
-        `${base}.ts`,
-        `${base}.mts`,
-        `${base}.js`,
-        `${base}.mjs`,
-        `${base}/index.ts`,
-      ].find(
-        (candidate) =>
-          existsSync(path.join(ROOT, candidate)) && statSync(path.join(ROOT, candidate)).isFile(),
-      );
-      if (!resolved) throw new Error(`${file}: cannot resolve import "${match[1]}"`);
-      pending.push(resolved);
-    }
-  }
-  return seen;
-}
+/** The file `node … <entry>` runs in an npm script. */
+const scriptEntry = (script: string): string => nodeEntry(script.split(/\s+/));
 
 const cmd = dockerfile.filter(({ keyword }) => keyword === 'CMD').at(-1);
 const cmdWords = cmd ? (JSON.parse(cmd.args) as string[]) : [];
@@ -357,9 +224,12 @@ describe('docker-compose.yml', () => {
 });
 
 describe('Dockerfile', () => {
-  test('builds on the Node major version the project pins', () => {
+  test('builds on the Node major version the project pins, a base the build may replace', () => {
+    // The image test builds on a locally made equivalent (test/support/container-image.ts).
     const from = dockerfile.find(({ keyword }) => keyword === 'FROM');
-    expect(from?.args).toBe(`node:${read('.nvmrc').trim()}-bookworm-slim`);
+    expect(from?.args).toBe('${BASE_IMAGE}');
+    expect(argDefaults()).toHaveProperty('BASE_IMAGE');
+    expect(baseImage()).toBe(`node:${read('.nvmrc').trim()}-bookworm-slim`);
   });
 
   test('its CMD runs an npm script that exists', () => {
@@ -386,19 +256,41 @@ describe('Dockerfile', () => {
     expect(missing).toEqual([]);
   });
 
-  test('npm ci runs after its postinstall script is copied, with the Temporal CLI download off', () => {
-    const install = dockerfile.findIndex(({ keyword, args }) => keyword === 'RUN' && /\bnpm ci\b/.test(args));
-    expect(install).toBeGreaterThan(-1);
-    const postinstall = packageScripts.postinstall;
-    if (postinstall) {
-      const script = scriptEntry(postinstall);
-      const copiedBefore = copies.some(
-        (copy) => copy.index < install && copy.sources.some((source) => copiedTo(copy, source) === script),
-      );
-      expect({ script, copiedBefore }).toEqual({ script, copiedBefore: true });
-    }
-    const env = dockerfile.slice(0, install).filter(({ keyword }) => keyword === 'ENV');
-    expect(env.map(({ args }) => args).join(' ')).toMatch(/\bPAS_SKIP_TEMPORAL_DOWNLOAD=1\b/);
+  const steps = runSteps();
+  const install = steps.find(({ commands }) =>
+    commands.some(([program, verb]) => program === 'npm' && verb === 'ci'),
+  );
+
+  test('npm ci runs after the files of every command of the install scripts are copied, with the Temporal CLI download off', () => {
+    expect(install).toBeDefined();
+    // Every command, not only the first: `a && b` once ran b's file before it was copied.
+    const commands = ['preinstall', 'install', 'postinstall', 'prepare']
+      .flatMap((name) => shellCommands(packageScripts[name] ?? ''))
+      .map((words) => words.join(' '));
+    expect(commands.length).toBeGreaterThan(0);
+    const missing = commands.flatMap((command) =>
+      filesNeeded(command.split(' '))
+        .filter((file) => !inImage(file, install!.index))
+        .map((file) => `${command}: ${file}`),
+    );
+    expect(missing).toEqual([]);
+    expect(environmentBefore(install!.index)).toMatchObject({ PAS_SKIP_TEMPORAL_DOWNLOAD: '1' });
+  });
+
+  test.each(steps.map((step) => [dockerfile[step.index]!.args, step] as const))(
+    'RUN %s: every file it needs is copied before it',
+    (_, step) => {
+      const needed = step.commands.flatMap((command) => filesNeeded(command));
+      const missing = needed.filter((file) => !inImage(file, step.index));
+      expect(missing).toEqual([]);
+    },
+  );
+
+  test('the image runs the committed wasm kernel module and builds nothing from calc/wasm', () => {
+    // The committed calc/wasm/kernel-module.ts is what runs everywhere; its compiler is a dev dependency.
+    expect(inImage('calc/wasm/kernel-module.ts')).toBe(true);
+    const built = steps.flatMap(({ commands }) => commands.flatMap((command) => filesNeeded(command)));
+    expect(built.filter((file) => file.startsWith('calc/wasm/'))).toEqual([]);
   });
 
   test('the processes run as a user other than root', () => {

@@ -8,8 +8,10 @@ function adminUrl(): string {
   return url;
 }
 
-/** A fresh, migrated database per test file on the suite's real PostgreSQL server. */
-export async function createTestDatabase(): Promise<{ db: Database; url: string; drop(): Promise<void> }> {
+/** A fresh database per test file on the suite's real PostgreSQL server, migrated unless told not to. */
+export async function createTestDatabase(
+  options: { migrate?: boolean } = {},
+): Promise<{ db: Database; url: string; drop(): Promise<void> }> {
   const name = `pas_test_${randomBytes(6).toString('hex')}`;
   const admin = knexFactory({ client: 'pg', connection: adminUrl(), pool: { min: 0, max: 1 } });
   await admin.raw(`CREATE DATABASE ${name}`);
@@ -17,7 +19,7 @@ export async function createTestDatabase(): Promise<{ db: Database; url: string;
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;
   const db = connectDatabase(url.toString(), 5);
-  await migrateLatest(db);
+  if (options.migrate !== false) await migrateLatest(db);
   return {
     db,
     url: url.toString(),

