@@ -30,9 +30,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { buildApp } from '../api/app';
-import { createAccount, createApiKey } from '../engine/accounts/account-store';
-import { connectDatabase, migrateLatest } from '../engine/db/database';
-import { newId } from '../engine/ids';
+import { createAccount, createApiKey } from '../engine/identity/account-store';
+import { connectDatabase, migrateLatest } from '../engine/platform/database';
+import { newId } from '../engine/platform/ids';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
 import {
   findTemporalCli,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONFIG_VARIABLES } from '../engine/config';
+import { CONFIG_VARIABLES } from '../engine/platform/config';
 
 /** The README is the newcomer's contract: it must keep up with the code. */
 describe('README', () => {

@@ -1,9 +1,9 @@
-import type { Actor } from '../../engine/audit/audit-trail';
+import type { Actor } from '../../engine/store/audit-trail';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../engine/db/database';
-import { InvalidInput } from '../../engine/errors';
-import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import type { Database } from '../../engine/platform/database';
+import { InvalidInput } from '../../engine/platform/errors';
+import { listEntities, viewEntity } from '../../engine/store/entity-store';
 import {
   groupedWorkerExecutions,
   listWorkflowExecutions,

@@ -6,8 +6,8 @@
  * lookarounds.
  */
 import { type TString, Type } from '@sinclair/typebox';
-import { SYMBOL_MAX, symbolRule } from '../../engine/entities/resource-kind';
-import { ID_PREFIXES, type IdKind } from '../../engine/ids';
+import { SYMBOL_MAX, symbolRule } from '../../engine/store/resource-kind';
+import { ID_PREFIXES, type IdKind } from '../../engine/platform/ids';
 
 /**
  * No NUL (PostgreSQL refuses it in text). Unpaired surrogates, which have no UTF-8 spelling either, are
@@ -111,7 +111,7 @@ export function EntityId(kind: IdKind, description?: string): TString {
 }
 
 /** `{ id }` path parameters holding an id of `kind`. */
-/** A client-named kind's `symbol` (engine/entities/resource-kind.ts clientNamed), in a body or a path. */
+/** A client-named kind's `symbol` (engine/store/resource-kind.ts clientNamed), in a body or a path. */
 export function ClientSymbol(prefix: string): TString {
   return Type.String({
     pattern: `^${prefix}:[A-Z0-9_]{0,${SYMBOL_MAX - prefix.length - 1}}$`,

@@ -20,14 +20,14 @@ import {
   type StressTestResult,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { findEntity } from '../entities/entity-store';
-import { checkDate, checkWorkspaceName } from '../entities/entity-fields';
-import { InvalidInput } from '../errors';
+import { type Actor, recordAudit } from '../store/audit-trail';
+import type { Database } from '../platform/database';
+import { findEntity } from '../store/entity-store';
+import { checkDate, checkWorkspaceName } from '../store/entity-fields';
+import { InvalidInput } from '../platform/errors';
 import { loadMarket } from '../market-data/price-store';
-import { PORTFOLIO } from '../portfolios/portfolio-store';
-import { checkCurrency, checkNlv, checkSecurities, type Security } from '../portfolios/security-positions';
+import { PORTFOLIO } from '../kinds/portfolio';
+import { checkCurrency, checkNlv, checkSecurities, type Security } from '../kinds/security-positions';
 
 /** The spec's allowed values (calc/ accepts more; the API offers exactly these). */
 export const HORIZONS = [1, 5, 20, 60] as const;

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
+import { type Actor, recordAudit } from '../store/audit-trail';
+import type { Database } from '../platform/database';
 import {
   commonView,
   createEntity,
@@ -9,11 +9,11 @@ import {
   type EntityRecord,
   findEntity,
   updateEntity,
-} from '../entities/entity-store';
-import { checkName, todayYYYYMMDD } from '../entities/entity-fields';
-import { InvalidInput, NotFound } from '../errors';
-import { randomAlphanumeric } from '../ids';
-import { checkStorableFields } from '../entities/storable-json';
+} from '../store/entity-store';
+import { checkName, todayYYYYMMDD } from '../store/entity-fields';
+import { InvalidInput, NotFound } from '../platform/errors';
+import { randomAlphanumeric } from '../platform/ids';
+import { checkStorableFields } from '../store/storable-json';
 import { readWidget } from './report-rendering/widget-format';
 
 export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;

@@ -1,8 +1,8 @@
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { Conflict, InvalidInput } from '../errors';
-import { newId } from '../ids';
-import { parsePeriod } from '../lists/period';
+import { type Actor, recordAudit } from '../store/audit-trail';
+import type { Database } from '../platform/database';
+import { Conflict, InvalidInput } from '../platform/errors';
+import { newId } from '../platform/ids';
+import { parsePeriod } from '../store/period';
 import { workflowExecutionOf } from './execution-queries';
 import {
   insertWorkflowExecution,

@@ -1,7 +1,7 @@
-import { checkName } from '../entities/entity-fields';
-import { checkStorableFields } from '../entities/storable-json';
-import { InvalidInput } from '../errors';
-import { isId } from '../ids';
+import { checkName } from '../store/entity-fields';
+import { checkStorableFields } from '../store/storable-json';
+import { InvalidInput } from '../platform/errors';
+import { isId } from '../platform/ids';
 
 /**
  * A workflow definition is a graph of workers (nodes) joined by edges to the next workers.

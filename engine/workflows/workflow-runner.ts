@@ -8,8 +8,8 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
 } from '@temporalio/common';
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
+import { type Actor, recordAudit } from '../store/audit-trail';
+import type { Database } from '../platform/database';
 import {
   insertWorkflowExecution,
   type RunDefinition,

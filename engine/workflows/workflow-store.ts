@@ -1,5 +1,5 @@
-import type { Actor } from '../audit/audit-trail';
-import type { Database } from '../db/database';
+import type { Actor } from '../store/audit-trail';
+import type { Database } from '../platform/database';
 import {
   commonView,
   createEntity,
@@ -8,11 +8,11 @@ import {
   type EntityRecord,
   findEntity,
   updateEntity,
-} from '../entities/entity-store';
-import { InvalidInput, NotFound } from '../errors';
-import { isId } from '../ids';
-import { findIntegration } from '../integrations/integration-kind';
-import { readWorkerTemplate, WORKER_TEMPLATE } from '../worker-templates/worker-template-store';
+} from '../store/entity-store';
+import { InvalidInput, NotFound } from '../platform/errors';
+import { isId } from '../platform/ids';
+import { findIntegration } from '../kinds/integration';
+import { readWorkerTemplate, WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { Trigger } from './execution-records';
 import { parseScheduleConfig } from './schedule-config';
 import { scriptInputProblem } from './script-inputs';

@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { newId } from '../../engine/ids';
+import { newId } from '../../engine/platform/ids';
 import { endWorkflowExecution } from '../../engine/workflows/execution-records';
 import {
   findTemporalCli,

@@ -1,28 +1,28 @@
 import type { SimulationBackend } from '../../calc';
-import type { Actor } from '../../engine/audit/audit-trail';
+import type { Actor } from '../../engine/store/audit-trail';
 import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
-import { CUSTOM_INDEX } from '../../engine/custom-indexes/custom-index-store';
-import type { Database } from '../../engine/db/database';
-import { DATASTORE } from '../../engine/datastores/datastore-store';
+import { CUSTOM_INDEX } from '../../engine/kinds/custom-index';
+import type { Database } from '../../engine/platform/database';
+import { DATASTORE } from '../../engine/kinds/datastore';
 import {
   createResource,
   deleteResource,
   type ResourceKind,
   updateResource,
-} from '../../engine/entities/resource-kind';
+} from '../../engine/store/resource-kind';
 import {
   type EntityKind,
   type EntityRecord,
   listEntities,
   viewEntity,
-} from '../../engine/entities/entity-store';
-import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
+} from '../../engine/store/entity-store';
+import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
-import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
-import { PRIVATE_SECURITY } from '../../engine/private-securities/private-security-store';
+import { PORTFOLIO } from '../../engine/kinds/portfolio';
+import { PRIVATE_SECURITY } from '../../engine/kinds/private-security';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
@@ -176,7 +176,7 @@ function calculationBody(scope: BridgeScope, body: unknown): Record<string, unkn
   return { ...body, workspace: scope.workspace };
 }
 
-/** A kind declared once (engine/entities/resource-kind.ts) needs no code of its own here. */
+/** A kind declared once (engine/store/resource-kind.ts) needs no code of its own here. */
 function declared(singular: string, plural: string, kind: ResourceKind): Resource {
   const scoped = (s: BridgeScope, fields: Record<string, unknown>) =>
     kind.scope === 'workspace' ? inWorkspace(s, fields) : fields;

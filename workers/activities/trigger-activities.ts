@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { Principal } from '../../engine/accounts/account-store';
-import type { Actor } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
-import { DomainError, NotFound } from '../../engine/errors';
+import type { Principal } from '../../engine/identity/account-store';
+import type { Actor } from '../../engine/store/audit-trail';
+import type { Database } from '../../engine/platform/database';
+import { DomainError, NotFound } from '../../engine/platform/errors';
 import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
   type ScheduledLaunchInput,

@@ -1,4 +1,4 @@
-import { InvalidInput } from '../../errors';
+import { InvalidInput } from '../../platform/errors';
 import { type NumberStyle, VALUE_FORMATS, type ValueFormat } from './number-format';
 
 /**
