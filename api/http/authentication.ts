@@ -2,13 +2,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
   digestSecret,
-  type Principal,
   resolveAccessToken,
   resolveApiKey,
   resolveAuthToken,
 } from '../../engine/identity/account-store';
+import type { Principal } from '../../engine/platform/principal';
 import { type CredentialCache, startCredentialCache } from '../../engine/identity/credential-cache';
-import type { Actor, AuditOperation } from '../../engine/store/audit-trail';
+import type { AuditOperation } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
 import { Unauthorized } from '../../engine/platform/errors';
 import { consumeRateLimit } from '../../engine/platform/rate-limiter';

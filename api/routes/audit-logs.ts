@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { AUDIT_OPERATIONS, AUDIT_SOURCES } from '../../engine/store/audit-trail';
+import { AUDIT_OPERATIONS } from '../../engine/store/audit-trail';
+import { AUDIT_SOURCES } from '../../engine/platform/principal';
 import { getAuditLog, listAuditLogs } from '../../engine/store/audit-log-queries';
 import type { Database } from '../../engine/platform/database';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';

@@ -1,4 +1,4 @@
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';

@@ -20,7 +20,8 @@ import {
   type StressTestResult,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
-import { type Actor, recordAudit } from '../store/audit-trail';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { findEntity } from '../store/entity-store';
 import { checkDate, checkWorkspaceName } from '../store/entity-fields';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Actor } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { createEntity, type EntityRecord, findEntity, updateEntity } from '../store/entity-store';
 import {

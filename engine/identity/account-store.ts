@@ -2,25 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../platform/database';
 import { InvalidInput, NotFound, Unauthorized } from '../platform/errors';
 import { newId, randomAlphanumeric } from '../platform/ids';
+import { type CredentialType, type Permission, PERMISSIONS, type Principal } from '../platform/principal';
 import { createDefaultWorkspace } from './workspace-store';
 import { invalidateCachedCredentials, type ResolvedCredential } from './credential-cache';
-
-export const PERMISSIONS = ['VIEW USER', 'VIEW ALL USERS'] as const;
-export type Permission = (typeof PERMISSIONS)[number];
-
-export type CredentialType = 'API_KEY' | 'OAUTH2';
-
-/** Who is calling: resolved from credentials, carried into every engine call and audit record. */
-export interface Principal {
-  accountId: string;
-  userId: string;
-  userEmail: string;
-  isOwner: boolean;
-  permissions: Permission[];
-  /** Account SID for an API key, client id for OAuth 2.0. */
-  credentialId: string;
-  credentialType: CredentialType;
-}
 
 export interface NewApiKey {
   account_sid: string;

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Database } from '../platform/database';
 import { connectionOf, ListenConnection } from '../platform/listen-connection';
-import type { Principal } from './account-store';
+import type { Principal } from '../platform/principal';
 
 /** Channel the `pas_credentials` triggers notify (migrations/20261124030000_credential_notify.ts). */
 export const CREDENTIALS_CHANNEL = 'pas_credentials';

@@ -1,4 +1,5 @@
-import { type AuditSource, recordAudit } from '../store/audit-trail';
+import { recordAudit } from '../store/audit-trail';
+import type { AuditSource } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { Unauthorized } from '../platform/errors';
 import { invalidateCachedCredentials } from './credential-cache';

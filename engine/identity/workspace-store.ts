@@ -1,4 +1,5 @@
-import { type Actor, readOneAudited, readPageAudited, recordAudit } from '../store/audit-trail';
+import { readOneAudited, readPageAudited, recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { Conflict, InvalidInput, NotFound } from '../platform/errors';
 import {

@@ -1,4 +1,4 @@
-import type { Actor } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { type EntityRecord, findEntity } from '../store/entity-store';
 import { NAME_MAX } from '../store/entity-fields';

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Actor, recordAudit } from '../store/audit-trail';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import {
   commonView,

@@ -1,4 +1,4 @@
-import type { Permission, Principal } from '../identity/account-store';
+import type { Permission, Principal } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { Forbidden, InvalidInput, NotFound } from '../platform/errors';
 import { checkPageSize, decodePageToken, encodePageToken, epochSeconds } from './page-token';

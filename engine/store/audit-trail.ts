@@ -1,4 +1,4 @@
-import type { Principal } from '../identity/account-store';
+import type { Actor, AuditSource } from '../platform/principal';
 import type { Knex } from 'knex';
 import type { Database } from '../platform/database';
 import { runPrepared } from '../platform/prepared-statements';
@@ -18,31 +18,7 @@ export const AUDIT_OPERATIONS = [
 ] as const;
 export type AuditOperation = (typeof AUDIT_OPERATIONS)[number];
 
-export const AUDIT_SOURCES = [
-  'PLATFORM',
-  'API',
-  'SDK',
-  'WORKER',
-  'INTEGRATION',
-  'WORKFLOW_BRIDGE',
-  'SCHEDULER',
-  'UNKNOWN',
-] as const;
-export type AuditSource = (typeof AUDIT_SOURCES)[number];
-
 export type AuditStatus = 'SUCCESS' | 'ERROR' | 'DENIED';
-
-/** Who acts, through which door: every engine write takes one and every audit record names it. */
-export interface Actor {
-  principal: Principal;
-  source: AuditSource;
-  ip: string | null;
-  userAgent: string | null;
-  /** Set when the action runs inside a workflow execution. */
-  workflow?: { id: string; name: string; executionId: string };
-  /** Administrator acting on behalf of the principal's user. */
-  proxyAdminEmail?: string | null;
-}
 
 export interface AuditEntry {
   operation: AuditOperation;

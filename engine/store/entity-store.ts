@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { type Actor, readOneAudited, readPageAudited, recordAudit } from './audit-trail';
+import { readOneAudited, readPageAudited, recordAudit } from './audit-trail';
+import type { Actor } from '../platform/principal';
 import { type EntityKey, viewOneBatched } from './view-batch';
 import type { Database } from '../platform/database';
 import { Conflict, InvalidInput, NotFound } from '../platform/errors';

@@ -12,7 +12,8 @@
  */
 import type { Database } from '../platform/database';
 import { runPreparedSql } from '../platform/prepared-statements';
-import { type Actor, auditRow, readOneAudited } from './audit-trail';
+import { auditRow, readOneAudited } from './audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Knex } from 'knex';
 
 /** The key of one entity read: the primary key, plus the workspace for workspace-scoped kinds. */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type Actor, recordAudit } from '../store/audit-trail';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { checkDescription, checkName, normaliseTags } from '../store/entity-fields';
 import { ID_PREFIXES } from '../platform/ids';

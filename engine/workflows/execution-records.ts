@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { CredentialType } from '../identity/account-store';
+import type { CredentialType } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { NotFound } from '../platform/errors';
 import { newId } from '../platform/ids';

@@ -1,4 +1,5 @@
-import { type Actor, recordAudit } from '../store/audit-trail';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { Conflict, InvalidInput } from '../platform/errors';
 import { newId } from '../platform/ids';

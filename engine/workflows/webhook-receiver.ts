@@ -1,4 +1,5 @@
-import { type Actor, recordAudit } from '../store/audit-trail';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { checkStorableFields } from '../store/storable-json';
 import { InvalidInput, NotFound } from '../platform/errors';

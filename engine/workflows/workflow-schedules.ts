@@ -8,8 +8,8 @@ import {
   type ScheduleOptionsAction,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType, TypedSearchAttributes } from '@temporalio/common';
-import type { CredentialType } from '../identity/account-store';
-import type { Actor } from '../store/audit-trail';
+import type { CredentialType } from '../platform/principal';
+import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { DomainError, InvalidInput } from '../platform/errors';
 import { parseScheduleConfig } from './schedule-config';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { Principal } from '../../engine/identity/account-store';
+import type { Principal } from '../../engine/platform/principal';
 import { diffSnapshots, type Snapshot } from '../../engine/store/audit-log-queries';
 import { recordAudit } from '../../engine/store/audit-trail';
 import { newId } from '../../engine/platform/ids';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { authenticateApiKey } from '../../engine/identity/account-store';
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
 import { createEntity, deleteEntity, listEntities } from '../../engine/store/entity-store';
 import { newId } from '../../engine/platform/ids';

@@ -1,5 +1,5 @@
 import { authenticateApiKey } from '../../engine/identity/account-store';
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
 import {
   commonView,

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
 import { beginWorkerExecution, insertWorkflowExecution } from '../../engine/workflows/execution-records';
 import { newId } from '../../engine/platform/ids';

@@ -1,5 +1,5 @@
 import type { SimulationBackend } from '../../calc';
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import {
   runRiskAttributionCalculation,
   runStressTestCalculation,

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { Principal } from '../../engine/identity/account-store';
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Principal } from '../../engine/platform/principal';
+import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
 import { DomainError, NotFound } from '../../engine/platform/errors';
 import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';

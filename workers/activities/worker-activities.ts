@@ -6,7 +6,7 @@ import {
 } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { SimulationBackend } from '../../calc';
-import type { Actor } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
 import { findEntity } from '../../engine/store/entity-store';
 import { NotFound } from '../../engine/platform/errors';

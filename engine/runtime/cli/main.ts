@@ -7,11 +7,11 @@ import {
   listAccounts,
   listApiKeys,
   listUsers,
-  PERMISSIONS,
   revokeApiKey,
   revokeOAuthClient,
   setUserPermissions,
 } from '../../identity/account-store';
+import { PERMISSIONS } from '../../platform/principal';
 import { loadConfig } from '../../platform/config';
 import { type Database, migrateLatest } from '../../platform/database';
 import { InvalidInput } from '../../platform/errors';
