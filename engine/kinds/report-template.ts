@@ -1,6 +1,17 @@
 import { resourceKind } from '../store/resource-kind';
 import { InvalidInput } from '../platform/errors';
-import { checkAuthorization } from '../reports/report-store';
+
+export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;
+export type ReportAuthorization = (typeof REPORT_AUTHORIZATIONS)[number];
+
+/** `PRIVATE` or `PUBLIC` (any letter case, stored upper case); reports and templates share it. */
+export function checkAuthorization(value: unknown): ReportAuthorization {
+  const upper = typeof value === 'string' ? value.toUpperCase() : value;
+  if (!(REPORT_AUTHORIZATIONS as readonly unknown[]).includes(upper)) {
+    throw new InvalidInput(`authorization must be ${REPORT_AUTHORIZATIONS.join(' or ')}.`);
+  }
+  return upper as ReportAuthorization;
+}
 
 /** The only state the service gives a stored template (the interface's sample value). */
 export const TEMPLATE_STATUS_OK = 'OK';
