@@ -8,7 +8,7 @@ import { expireIdleUploads } from '../engine/files/file-uploads';
 import { pruneRateLimitWindows } from '../engine/platform/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
 import { startRunDispatcher } from '../engine/workflows/run-dispatcher';
-import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { temporalHealthProbe } from '../engine/platform/dependency-health';
 import { buildApp } from './app';

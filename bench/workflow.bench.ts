@@ -42,7 +42,7 @@ import {
   type TemporalDevServer,
 } from '../engine/runtime/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../engine/workflows/run-input';
-import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { freePorts } from '../test/support/global-setup';
 import { createTemporalWorker } from '../workers/temporal-worker';
 import type { BareActivities, bareWorkflow } from './bare-workflow';

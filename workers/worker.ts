@@ -4,7 +4,7 @@ import { startSimulationEngine } from '../engine/calculations/simulation-engine'
 import { loadConfig } from '../engine/platform/config';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
-import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { createTemporalWorker } from './temporal-worker';
 

@@ -17,7 +17,8 @@ import {
   retryFailedExecutions,
 } from '../../engine/workflows/execution-retries';
 import { startRunEndWaiter } from '../../engine/workflows/run-end-waiter';
-import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { runWorkflow } from '../../engine/workflows/run-workflow';
 import {
   createWorkflowWithSchedule,
   deleteWorkflowWithSchedule,

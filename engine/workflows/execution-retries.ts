@@ -14,7 +14,8 @@ import {
 } from './execution-records';
 import { localStepsOf } from './local-steps';
 import { enqueueRun } from './run-dispatcher';
-import { dispatchSoon, type WorkflowRunner } from './workflow-runner';
+import { type WorkflowRunner } from './workflow-runner';
+import { dispatchSoon } from './run-workflow';
 import { findWorkflow, type StoredWorkflow } from './workflow-store';
 
 /**

@@ -4,7 +4,8 @@ import type { Database } from '../platform/database';
 import { checkStorableFields } from '../store/storable-json';
 import { InvalidInput, NotFound } from '../platform/errors';
 import { randomAlphanumeric } from '../platform/ids';
-import { runWorkflow, type WorkflowRunner } from './workflow-runner';
+import { type WorkflowRunner } from './workflow-runner';
+import { runWorkflow } from './run-workflow';
 import { findIntegration, workflowsTriggeredBy } from '../kinds/integration';
 
 export interface WebhookDelivery {

@@ -6,7 +6,10 @@ import type { Config } from '../../engine/platform/config';
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/platform/database';
 import { temporalHealthProbe } from '../../engine/platform/dependency-health';
-import { lazyTemporalConnection, temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import {
+  lazyTemporalConnection,
+  temporalWorkflowRunner,
+} from '../../engine/workflows/temporal-workflow-runner';
 
 export function temporalAddress(): string {
   const address = process.env.TEST_TEMPORAL_ADDRESS;

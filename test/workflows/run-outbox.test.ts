@@ -15,7 +15,7 @@ import {
   startRunDispatcher,
 } from '../../engine/workflows/run-dispatcher';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
-import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import { createTemporalWorker } from '../../workers/temporal-worker';
 import { freePorts, PROJECT_ROOT } from '../support/global-setup';
 import {

@@ -3,7 +3,8 @@ import type { Principal } from '../../engine/platform/principal';
 import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
 import { DomainError, NotFound } from '../../engine/platform/errors';
-import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { runWorkflow } from '../../engine/workflows/run-workflow';
 import {
   type ScheduledLaunchInput,
   type ScheduledLaunchOutcome,
