@@ -4,9 +4,8 @@ import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
-import { CUSTOM_INDEX } from '../../engine/kinds/custom-index';
 import type { Database } from '../../engine/platform/database';
-import { DATASTORE } from '../../engine/kinds/datastore';
+import { RESOURCE_KINDS, SDK_KINDS } from '../../engine/kinds';
 import {
   createResource,
   deleteResource,
@@ -21,8 +20,6 @@ import {
 } from '../../engine/store/entity-store';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
-import { PORTFOLIO } from '../../engine/kinds/portfolio';
-import { PRIVATE_SECURITY } from '../../engine/kinds/private-security';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
@@ -176,7 +173,7 @@ function calculationBody(scope: BridgeScope, body: unknown): Record<string, unkn
   return { ...body, workspace: scope.workspace };
 }
 
-/** A kind declared once (engine/store/resource-kind.ts) needs no code of its own here. */
+/** A kind declared once (engine/kinds/, listed in SDK_KINDS) needs no code of its own here. */
 function declared(singular: string, plural: string, kind: ResourceKind): Resource {
   const scoped = (s: BridgeScope, fields: Record<string, unknown>) =>
     kind.scope === 'workspace' ? inWorkspace(s, fields) : fields;
@@ -191,8 +188,7 @@ function declared(singular: string, plural: string, kind: ResourceKind): Resourc
 }
 
 const RESOURCES: Resource[] = [
-  declared('Portfolio', 'Portfolios', PORTFOLIO),
-  declared('Datastore', 'Datastores', DATASTORE),
+  ...SDK_KINDS.map(({ kind, singular, plural }) => declared(singular, plural, RESOURCE_KINDS[kind])),
   {
     singular: 'Report',
     plural: 'Reports',
@@ -210,8 +206,6 @@ const RESOURCES: Resource[] = [
     update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, fields)),
     remove: (s, id) => deleteFile(s.db, s.actor, id, s.workspace),
   },
-  declared('CustomIndex', 'CustomIndexes', CUSTOM_INDEX),
-  declared('PrivateSecurity', 'PrivateSecurities', PRIVATE_SECURITY),
 ];
 
 function resourceFunctions(resource: Resource): Record<string, SdkFunction> {
