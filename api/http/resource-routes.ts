@@ -1,7 +1,8 @@
 import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
-import { listEntities, viewEntity } from '../../engine/store/entity-store';
+import { viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
 import {
   createResource,
   deleteResource,

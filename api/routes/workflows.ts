@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
-import { listEntities, viewEntity } from '../../engine/store/entity-store';
+import { viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
 import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
   createWorkflowWithSchedule,

@@ -6,8 +6,8 @@ import {
   createEntity,
   type EntityKind,
   type EntityRecord,
-  listEntities,
 } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
 import { InvalidInput } from '../../engine/platform/errors';
 import { PORTFOLIO } from '../../engine/kinds/portfolio';
 import { createTestAccount } from '../support/test-app';

@@ -12,12 +12,8 @@ import {
   type ResourceKind,
   updateResource,
 } from '../../engine/store/resource-kind';
-import {
-  type EntityKind,
-  type EntityRecord,
-  listEntities,
-  viewEntity,
-} from '../../engine/store/entity-store';
+import { type EntityKind, type EntityRecord, viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
