@@ -34,6 +34,7 @@ export {
 export {
   CONFIDENCE_TAILS,
   DEFAULT_PATHS,
+  MAX_PROJECTIONS,
   RESIDUAL,
   type CalcOptions,
   type CalcSecurity,

@@ -8,6 +8,7 @@
 import { type TString, Type } from '@sinclair/typebox';
 import { SYMBOL_MAX, symbolRule } from '../../engine/store/resource-kind';
 import { ID_PREFIXES, type IdKind } from '../../engine/platform/ids';
+import { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX } from '../../engine/store/entity-fields';
 
 /**
  * No NUL (PostgreSQL refuses it in text). Unpaired surrogates, which have no UTF-8 spelling either, are
@@ -19,9 +20,7 @@ const SPACE_CHARS =
   '\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 const VISIBLE_CHAR = `[^${SPACE_CHARS}\\u0000]`;
 
-export const NAME_MAX = 200;
-export const DESCRIPTION_MAX = 500;
-export const TAGS_MAX = 32;
+export { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX };
 
 /** Text PostgreSQL can store, `min` to `max` code points. */
 export function StorableText(options: { minLength?: number; maxLength?: number; description?: string } = {}) {

@@ -7,6 +7,7 @@ import {
   reportRiskAttribution,
   reportStressTest,
   CONFIDENCE_TAILS,
+  MAX_PROJECTIONS,
   parseOptionSymbol,
   prepareRiskAttribution,
   prepareStressTest,
@@ -36,9 +37,10 @@ export const SAMPLINGS = [1, 5] as const;
 export const HALF_LIVES = [0, 2, 6, 12, 24, 48] as const;
 export const CONFIDENCES = Object.keys(CONFIDENCE_TAILS) as Confidence[];
 export const RISK_MEASURES: readonly RiskMeasure[] = ['vol', 'var', 'cvar'];
-export const MAX_PROJECTIONS = 15;
 /** §14: re-exported so the API's schema lists exactly what the reporting step groups by. */
 export { AGGREGATIONS };
+/** calc's limit, re-exported for the API's schema (api/ imports only types from calc/). */
+export { MAX_PROJECTIONS };
 
 /** The audit trail's entity type for a calculation run (the spec lists none for calculations). */
 export const CALCULATION_ENTITY = 'Calculation';

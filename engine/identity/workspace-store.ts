@@ -9,6 +9,7 @@ import {
   epochSeconds,
   likePrefix,
 } from '../store/page-token';
+import { DESCRIPTION_MAX } from '../store/entity-fields';
 
 export interface Workspace {
   name: string;
@@ -29,7 +30,6 @@ interface WorkspaceRow {
 
 export const DEFAULT_WORKSPACE = 'main';
 const NAME = /^[^\s]{1,200}$/;
-const DESCRIPTION_MAX = 500;
 
 function toWorkspace(row: WorkspaceRow): Workspace {
   return {

@@ -1,5 +1,6 @@
 import { resourceKind } from '../store/resource-kind';
 import { InvalidInput } from '../platform/errors';
+import { isPlainObject } from '../platform/plain-object';
 
 export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;
 export type ReportAuthorization = (typeof REPORT_AUTHORIZATIONS)[number];
@@ -16,10 +17,6 @@ export function checkAuthorization(value: unknown): ReportAuthorization {
 /** The only state the service gives a stored template (the interface's sample value). */
 export const TEMPLATE_STATUS_OK = 'OK';
 const CATEGORY_MAX_LENGTH = 100;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 export function checkCategories(value: unknown): string[] {
   if (!Array.isArray(value)) throw new InvalidInput('categories must be an array of strings.');

@@ -17,6 +17,7 @@ import type { Trigger } from './execution-records';
 import { parseScheduleConfig } from './schedule-config';
 import { scriptInputProblem } from './script-inputs';
 import { parseDefinition, storedWorkers, type WorkerNode, type WorkflowPlan } from './workflow-definition';
+import { isPlainObject } from '../platform/plain-object';
 
 export const TRIGGER_TYPES = ['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED'] as const satisfies Trigger[];
 
@@ -79,10 +80,6 @@ export interface WorkflowInput {
   trigger_enabled?: unknown;
   gui?: unknown;
   workers?: unknown;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function checkTriggerType(value: unknown): Trigger {

@@ -19,6 +19,7 @@ import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '.
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
+import { isPlainObject } from '../../engine/platform/plain-object';
 
 /**
  * The SDK a worker script reaches as `sdk.<name>(...)`. Every call acts in the run's account and
@@ -38,10 +39,6 @@ export interface BridgeScope {
 
 /** One host function: the scope first, then the script's JSON arguments. */
 export type SdkFunction = (scope: BridgeScope, ...args: unknown[]) => Promise<unknown>;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 function idArgument(value: unknown, name: string): string {
   if (typeof value !== 'string' || value === '') throw new InvalidInput(`${name} must be a string.`);
