@@ -41,7 +41,7 @@ export {
   type Confidence,
   type Forecast,
   type ProjectionValue,
-} from './portfolio-model';
+} from './calculation-request';
 export {
   conditionalScenario,
   dynamicRange,
