@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { RESOURCE_KINDS, SDK_KINDS } from '../../engine/kinds';
+import { ID_PREFIXES } from '../../engine/platform/ids';
 import type { ResourceKind } from '../../engine/store/resource-kind';
 
 const KINDS_DIR = path.resolve(__dirname, '../../engine/kinds');
@@ -29,5 +30,15 @@ describe('engine/kinds/index.ts', () => {
     const names = SDK_KINDS.map((entry) => entry.kind);
     expect(new Set(names).size).toBe(names.length);
     for (const name of names) expect(Object.keys(RESOURCE_KINDS)).toContain(name);
+  });
+
+  // The id registry sits in the platform, below the kinds, so it cannot import them: this holds the
+  // two together instead.
+  test('each kind with generated ids has a prefix of its own in the id registry', () => {
+    const prefixes = Object.values(RESOURCE_KINDS)
+      .map((kind) => kind.idPrefix)
+      .filter((prefix) => prefix !== null);
+    expect(new Set(prefixes).size).toBe(prefixes.length);
+    for (const prefix of prefixes) expect(Object.keys(ID_PREFIXES)).toContain(prefix);
   });
 });
