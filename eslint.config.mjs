@@ -1,4 +1,4 @@
-// Lint: typescript-eslint, the import-boundary table of architecture.md, and Temporal's rule that
+// Lint: typescript-eslint, the import-boundary table of docs/architecture.md, and Temporal's rule that
 // workflow code (deterministic, replayed) imports no Node builtins.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -8,20 +8,57 @@ import { builtinModules } from 'node:module';
 const layer = (name) => [`**/${name}`, `**/${name}/**`, `${name}/**`];
 const forbid = (names, message) => ({ group: names.flatMap(layer), message });
 
-/** Who may import whom (architecture.md, "Top level"). No arrow runs upward. */
+/** What no file of engine/ imports, whatever its room. */
+const engineOutside = [
+  forbid(['api', 'workers'], 'engine/ may import calc and plugin types, never api or workers.'),
+  {
+    group: layer('plugins'),
+    allowTypeImports: true,
+    message: 'engine/ may import only types from plugins/.',
+  },
+];
+
+/**
+ * The rooms of engine/ in layer order (docs/architecture.md, "Inside engine/"): each room imports only
+ * the rooms listed before it (plus calc/ and plugin types), never one listed after it, so the tree
+ * reads as layers and no loop between rooms can form.
+ */
+const ENGINE_LAYERS = [
+  'platform',
+  'store',
+  'identity',
+  'kinds',
+  'market-data',
+  'calculations',
+  'reports',
+  'files',
+  'worker-templates',
+  'workflows',
+  'runtime',
+];
+
+const engineLayers = Object.fromEntries(
+  ENGINE_LAYERS.map((room, i) => {
+    const before = ENGINE_LAYERS.slice(0, i);
+    const after = ENGINE_LAYERS.slice(i + 1);
+    const message =
+      `engine/${room}/ may import only the rooms before it (${before.join(', ') || 'none'}), ` +
+      `not ${after.join(', ')}.`;
+    return [
+      `engine/${room}/**`,
+      after.length > 0 ? [...engineOutside, forbid(after, message)] : engineOutside,
+    ];
+  }),
+);
+
+/** Who may import whom (docs/architecture.md, "Top level"). No arrow runs upward. */
 const boundaries = {
   'api/**': [
     forbid(['workers', 'plugins', 'migrations'], 'api/ is HTTP only: it may import engine (and calc types).'),
     { group: layer('calc'), allowTypeImports: true, message: 'api/ may import only types from calc/.' },
   ],
-  'engine/**': [
-    forbid(['api', 'workers'], 'engine/ may import calc and plugin types, never api or workers.'),
-    {
-      group: layer('plugins'),
-      allowTypeImports: true,
-      message: 'engine/ may import only types from plugins/.',
-    },
-  ],
+  'engine/**': engineOutside,
+  ...engineLayers,
   'workers/**': [forbid(['api'], 'workers/ may import engine, plugins and calc, never api.')],
   'plugins/**': [
     forbid(['api', 'engine', 'workers', 'calc', 'migrations'], 'plugins/ imports nothing above it.'),

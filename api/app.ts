@@ -1,11 +1,12 @@
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import compress from '@fastify/compress';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { type Config, LOAD_SHEDDING_DEFAULTS } from '../engine/config';
-import type { Database } from '../engine/db/database';
-import type { TemporalHealth } from '../engine/health/dependency-health';
-import { randomAlphanumeric } from '../engine/ids';
+import { type Config, LOAD_SHEDDING_DEFAULTS } from '../engine/platform/config';
+import type { Database } from '../engine/platform/database';
+import { RESOURCE_KINDS, type ResourceKindName } from '../engine/kinds';
+import type { TemporalHealth } from '../engine/platform/dependency-health';
+import { randomAlphanumeric } from '../engine/platform/ids';
 import type { SimulationEngine } from '../engine/calculations/simulation-engine';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
@@ -36,6 +37,21 @@ import workflowRoutes from './routes/workflows';
 import workspaceRoutes from './routes/workspaces';
 
 export const API_VERSION = '2.0.0';
+
+/** The routes of each declared kind (engine/kinds): a kind added there without routes does not compile. */
+const KIND_ROUTES: Record<
+  ResourceKindName,
+  FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }>
+> = {
+  portfolio: portfolioRoutes,
+  datastore: datastoreRoutes,
+  reportTemplate: reportTemplateRoutes,
+  customIndex: customIndexRoutes,
+  privateSecurity: privateSecurityRoutes,
+  workerTemplate: workerTemplateRoutes,
+  userApp: userAppRoutes,
+  integration: integrationRoutes,
+};
 
 export interface AppDependencies {
   config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy' | 'publicUrl'> &
@@ -152,18 +168,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       });
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
-      await v2.register(portfolioRoutes, { db: deps.db });
-      await v2.register(datastoreRoutes, { db: deps.db });
+      for (const name of Object.keys(RESOURCE_KINDS) as ResourceKindName[]) {
+        await v2.register(KIND_ROUTES[name], { db: deps.db, workflows: deps.workflows });
+      }
       await v2.register(reportRoutes, { db: deps.db, publicUrl: deps.config.publicUrl });
-      await v2.register(reportTemplateRoutes, { db: deps.db });
-      await v2.register(customIndexRoutes, { db: deps.db });
-      await v2.register(privateSecurityRoutes, { db: deps.db });
-      await v2.register(workerTemplateRoutes, { db: deps.db });
-      await v2.register(userAppRoutes, { db: deps.db });
       await v2.register(auditLogRoutes, { db: deps.db });
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
-      await v2.register(integrationRoutes, { db: deps.db, workflows: deps.workflows });
       await v2.register(fileRoutes, {
         db: deps.db,
         maxPayloadBytes: deps.config.maxPayloadBytes,

@@ -1,16 +1,16 @@
 import { Client } from '@temporalio/client';
 import cron from 'node-cron';
-import { loadConfig } from '../engine/config';
+import { loadConfig } from '../engine/platform/config';
 import { describeSimulationEngine, startSimulationEngine } from '../engine/calculations/simulation-engine';
-import { connectDatabase, migrateLatest } from '../engine/db/database';
+import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
 import { expireIdleUploads } from '../engine/files/file-uploads';
-import { pruneRateLimitWindows } from '../engine/rate-limit/rate-limiter';
+import { pruneRateLimitWindows } from '../engine/platform/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
 import { startRunDispatcher } from '../engine/workflows/run-dispatcher';
-import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
-import { temporalHealthProbe } from '../engine/health/dependency-health';
+import { temporalHealthProbe } from '../engine/platform/dependency-health';
 import { buildApp } from './app';
 
 /** API process entry: `npm run start:api` (stateless; scale out by running more of these). */

@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { BackendName, SimulationBackend } from '../calc/backends/backend';
 import { chooseBackend, createBackend } from '../calc/backends/choose';
-import type { CalcSecurity } from '../calc/portfolio-model';
+import type { CalcSecurity } from '../calc/calculation-request';
 import { formatDay } from '../calc/market-data';
 import { prepareRiskAttribution } from '../calc/risk-attribution';
 import type { Scenario, SimulationOptions, SimulationResult } from '../calc/simulation';

@@ -30,9 +30,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { buildApp } from '../api/app';
-import { createAccount, createApiKey } from '../engine/accounts/account-store';
-import { connectDatabase, migrateLatest } from '../engine/db/database';
-import { newId } from '../engine/ids';
+import { createAccount, createApiKey } from '../engine/identity/account-store';
+import { connectDatabase, type Database, migrateLatest } from '../engine/platform/database';
+import { newId } from '../engine/platform/ids';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
 import {
   findTemporalCli,
@@ -42,7 +42,7 @@ import {
   type TemporalDevServer,
 } from '../engine/runtime/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../engine/workflows/run-input';
-import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { freePorts } from '../test/support/global-setup';
 import { createTemporalWorker } from '../workers/temporal-worker';
 import type { BareActivities, bareWorkflow } from './bare-workflow';
@@ -278,18 +278,553 @@ const loadavg = () =>
     .loadavg()
     .map((v) => v.toFixed(2))
     .join(' ');
+const percentiles = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
+const ratio = (value: number, base: number, digits = 1) => `×${(value / base).toFixed(digits)}`;
 
-export async function runWorkflowBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+/** The command line: `--quick`, `--worker=in-process`, `--temporal-db=memory`, `--poll-ms=N`. */
+interface BenchOptions {
+  quick: boolean;
+  inProcess: boolean;
+  /** `npm start` keeps Temporal's state in a SQLite file; the test suite runs it in memory. */
+  temporalInMemory: boolean;
+  sizes: Sizes;
+  pollMs: number;
+}
+
+function benchOptions(argv: readonly string[]): BenchOptions {
   const quick = argv.includes('--quick');
-  const inProcess = argv.includes('--worker=in-process');
-  // `npm start` keeps Temporal's state in a SQLite file; the test suite runs it in memory.
-  const temporalInMemory = argv.includes('--temporal-db=memory');
-  const sizes = quick ? QUICK : FULL;
   const pollFlag = argv.find((arg) => arg.startsWith('--poll-ms='));
   const pollMs = pollFlag === undefined ? DEFAULT_POLL_MS : Number(pollFlag.slice('--poll-ms='.length));
   if (!Number.isInteger(pollMs) || pollMs < 1 || pollMs > 1000) {
     throw new Error(`--poll-ms must be a whole number of milliseconds from 1 to 1000, got ${pollFlag}`);
   }
+  return {
+    quick,
+    inProcess: argv.includes('--worker=in-process'),
+    temporalInMemory: argv.includes('--temporal-db=memory'),
+    sizes: quick ? QUICK : FULL,
+    pollMs,
+  };
+}
+
+type Api = (method: 'GET' | 'POST', url: string, body?: object) => Promise<{ status: number; body: string }>;
+
+/** What the bench runs against, once started. */
+interface BenchServices {
+  db: Database;
+  client: Client;
+  api: Api;
+  baseUrl: string;
+  suffix: string;
+  bareTaskQueue: string;
+  host: WorkerHost;
+  servicesSeconds: number;
+  workersSeconds: number;
+}
+
+/**
+ * PostgreSQL and the Temporal dev server side by side, the database migrated with an account and an
+ * API key, the Fastify app listening, and the worker host polling both task queues. Each thing
+ * started pushes its stop onto `cleanup`.
+ */
+async function startServices(
+  options: BenchOptions,
+  cliPath: string,
+  dataDir: string,
+  ports: number[],
+  benchStarted: number,
+  cleanup: Array<() => Promise<unknown>>,
+): Promise<BenchServices> {
+  const [postgresPort, temporalPort, uiPort] = ports;
+  const [postgresStart, temporalStart] = await Promise.allSettled([
+    startEmbeddedPostgres({ dataDir, port: postgresPort!, database: 'bench' }),
+    startTemporalDevServer({
+      cliPath,
+      dataDir: options.temporalInMemory ? null : dataDir,
+      host: '127.0.0.1',
+      port: temporalPort!,
+      uiPort: uiPort!,
+      namespace: NAMESPACE,
+      searchAttributes: { ...SEARCH_ATTRIBUTES },
+    }),
+  ]);
+  const started = [postgresStart, temporalStart].filter((s) => s.status === 'fulfilled');
+  for (const s of started) {
+    const service = (s as PromiseFulfilledResult<EmbeddedPostgres | TemporalDevServer>).value;
+    cleanup.push(() => service.stop());
+  }
+  if (postgresStart.status === 'rejected') throw postgresStart.reason;
+  if (temporalStart.status === 'rejected') throw temporalStart.reason;
+  const postgres = postgresStart.value;
+  const temporal = temporalStart.value;
+
+  const db = connectDatabase(postgres.url, 10);
+  cleanup.push(() => db.destroy());
+  await migrateLatest(db);
+  const { accountId, owner } = await createAccount(db, { name: 'bench', ownerEmail: 'bench@example.com' });
+  const key = await createApiKey(db, { accountId, userId: owner.id });
+
+  const connection = await Connection.connect({ address: temporal.address });
+  cleanup.push(() => connection.close());
+  const client = new Client({ connection, namespace: NAMESPACE });
+  const suffix = newId('worker').slice(5, 17);
+  const taskQueue = `bench-workflows-${suffix}`;
+  const bareTaskQueue = `bench-bare-${suffix}`;
+  const app = await buildApp({
+    config: {
+      rateLimitPerMinute: 1_000_000,
+      maxPayloadBytes: 1024 * 1024,
+      logLevel: 'silent',
+      trustProxy: false,
+      publicUrl: 'http://127.0.0.1',
+    },
+    db,
+    workflows: temporalWorkflowRunner(client, taskQueue),
+  });
+  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  cleanup.push(() => app.close());
+  const servicesSeconds = (performance.now() - benchStarted) / 1000;
+
+  const workersStarted = performance.now();
+  const host = await startWorkerHost(
+    { databaseUrl: postgres.url, temporalAddress: temporal.address, taskQueue, bareTaskQueue },
+    options.inProcess,
+  );
+  cleanup.push(() => host.stop());
+  const workersSeconds = (performance.now() - workersStarted) / 1000;
+
+  const headers = {
+    authorization: `Bearer ${key.account_sid}:${key.auth_token}`,
+    'content-type': 'application/json',
+  };
+  const api: Api = async (method, url, body) => {
+    const res = await fetch(`${baseUrl}/v2${url}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text };
+  };
+  return { db, client, api, baseUrl, suffix, bareTaskQueue, host, servicesSeconds, workersSeconds };
+}
+
+/** Stores the three-worker workflow (STARTER → BASIC → ENDER) every service run runs; its id. */
+async function storeBenchWorkflow(api: Api): Promise<string> {
+  const [s, b, e] = [newId('worker'), newId('worker'), newId('worker')];
+  const stored = await api('POST', '/workflows', {
+    name: 'Bench: three workers',
+    workers: [
+      {
+        id: s,
+        name: 'Start',
+        type: 'STARTER',
+        script: 'function main(args) { return { n: (args.script_inputs.n ?? 0) + 1 }; }',
+        next: [b],
+      },
+      {
+        id: b,
+        name: 'Double',
+        type: 'BASIC',
+        script: 'function main(args) { return { n: args.inputs.n * 2 }; }',
+        next: [e],
+      },
+      {
+        id: e,
+        name: 'End',
+        type: 'ENDER',
+        script: 'function main(args) { return { n: args.inputs.n + 1, done: true }; }',
+      },
+    ],
+  });
+  if (stored.status !== 200)
+    throw new Error(`storing the workflow answered ${stored.status}: ${stored.body}`);
+  return (JSON.parse(stored.body) as { workflow: { id: string } }).workflow.id;
+}
+
+type ServiceRun = (n: number, wait?: boolean) => Promise<ServiceSample>;
+type BareRun = () => Promise<BareSample>;
+
+/** POST /run, then poll every pollMs until the run leaves RUNNING; it must be SUCCEEDED. */
+function serviceRunner(api: Api, workflowId: string, pollMs: number): ServiceRun {
+  return async (n, wait = false) => {
+    const wallStart = Date.now();
+    const t0 = performance.now();
+    const run = await api('POST', `/workflows/${workflowId}/run`, { parameters: { n } });
+    const acceptedMs = performance.now() - t0;
+    if (run.status !== 202) throw new Error(`run answered ${run.status}: ${run.body}`);
+    const executionId = (JSON.parse(run.body) as { workflow_execution: { id: string } }).workflow_execution
+      .id;
+    let polls = 0;
+    for (;;) {
+      // Polling: a GET every pollMs. Waiting: GETs with wait_seconds, each held until the run ends.
+      if (!wait) await sleep(pollMs);
+      polls += 1;
+      const poll = await api(
+        'GET',
+        `/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}` +
+          (wait ? '&wait_seconds=30' : ''),
+      );
+      if (poll.status !== 200) throw new Error(`poll answered ${poll.status}: ${poll.body}`);
+      const status = (JSON.parse(poll.body) as { workflow_execution: { run_status: string } })
+        .workflow_execution.run_status;
+      if (status === 'RUNNING') {
+        if (performance.now() - t0 > RUN_TIMEOUT_MS) throw new Error(`run ${executionId} is still RUNNING`);
+        continue;
+      }
+      if (status !== 'SUCCEEDED') throw new Error(`run ${executionId} ended ${status}`);
+      const observedMs = performance.now() - t0;
+      return { executionId, wallStart, acceptedMs, observedMs, polls, enderDoneMs: NaN, runClosedMs: NaN };
+    }
+  };
+}
+
+/** Starts the bare workflow and awaits its result. */
+function bareRunner(client: Client, bareTaskQueue: string, suffix: string): BareRun {
+  let bareCount = 0;
+  return async () => {
+    const t0 = performance.now();
+    const handle = await client.workflow.start<typeof bareWorkflow>('bareWorkflow', {
+      taskQueue: bareTaskQueue,
+      workflowId: `bench-bare-${suffix}-${(bareCount += 1)}`,
+    });
+    const startedMs = performance.now() - t0;
+    const sum = await handle.result();
+    if (sum !== 3) throw new Error(`the bare workflow returned ${sum}`);
+    return { startedMs, resultMs: performance.now() - t0 };
+  };
+}
+
+/** The ENDER's and the run's `ended_at`, relative to when each request left. */
+async function withDbTimes(db: Database, samples: ServiceSample[]): Promise<ServiceSample[]> {
+  const rows = (await db('workflow_executions as we')
+    .join('worker_executions as wk', 'wk.id', 'we.ender_worker_execution_id')
+    .whereIn(
+      'we.id',
+      samples.map((sample) => sample.executionId),
+    )
+    .select('we.id', 'we.ended_at as run_ended_at', 'wk.ended_at as ender_ended_at')) as Array<{
+    id: string;
+    run_ended_at: Date;
+    ender_ended_at: Date;
+  }>;
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return samples.map((sample) => {
+    const row = byId.get(sample.executionId);
+    if (!row) throw new Error(`run ${sample.executionId} has no ENDER execution`);
+    return {
+      ...sample,
+      enderDoneMs: row.ender_ended_at.getTime() - sample.wallStart,
+      runClosedMs: row.run_ended_at.getTime() - sample.wallStart,
+    };
+  });
+}
+
+/** Where the runs' time went, from the worker executions' `started_at` and `ended_at`. */
+async function breakdown(db: Database, samples: ServiceSample[]): Promise<Map<string, number[]>> {
+  const rows = (await db('worker_executions')
+    .whereIn(
+      'workflow_execution_id',
+      samples.map((sample) => sample.executionId),
+    )
+    .select('workflow_execution_id', 'worker_type', 'started_at', 'ended_at')) as Array<{
+    workflow_execution_id: string;
+    worker_type: string;
+    started_at: Date;
+    ended_at: Date;
+  }>;
+  const segments = new Map<string, number[]>();
+  const add = (label: string, value: number) => segments.set(label, [...(segments.get(label) ?? []), value]);
+  for (const sample of samples) {
+    const at = (type: string, field: 'started_at' | 'ended_at') => {
+      const found = rows.find(
+        (row) => row.workflow_execution_id === sample.executionId && row.worker_type === type,
+      );
+      if (!found) throw new Error(`run ${sample.executionId} has no ${type} execution`);
+      return found[field].getTime() - sample.wallStart;
+    };
+    add('request → 202 answered (run recorded, start handed to Temporal)', sample.acceptedMs);
+    add('request → STARTER started_at', at('STARTER', 'started_at'));
+    add('STARTER started → ended (script, DB)', at('STARTER', 'ended_at') - at('STARTER', 'started_at'));
+    add(
+      'STARTER ended → BASIC started (Temporal hop)',
+      at('BASIC', 'started_at') - at('STARTER', 'ended_at'),
+    );
+    add('BASIC started → ended (script, DB)', at('BASIC', 'ended_at') - at('BASIC', 'started_at'));
+    add('BASIC ended → ENDER started (Temporal hop)', at('ENDER', 'started_at') - at('BASIC', 'ended_at'));
+    add('ENDER started → ended (script, DB)', at('ENDER', 'ended_at') - at('ENDER', 'started_at'));
+    add('ENDER ended → run ended_at (finishRun activity)', sample.runClosedMs - at('ENDER', 'ended_at'));
+    add('run ended_at → SUCCEEDED seen (polling)', sample.observedMs - sample.runClosedMs);
+  }
+  return segments;
+}
+
+interface LatencyResults {
+  serviceLatency: ServiceSample[];
+  waitLatency: ServiceSample[];
+  bareLatency: BareSample[];
+  segments: Map<string, number[]>;
+  latencySeconds: number;
+}
+
+/** 1. Latency, one run at a time; interleaved so that a load spike from elsewhere hits both. */
+async function measureLatency(
+  db: Database,
+  sizes: Sizes,
+  serviceRun: ServiceRun,
+  bareRun: BareRun,
+): Promise<LatencyResults> {
+  const latencyStarted = performance.now();
+  let serviceLatency: ServiceSample[] = [];
+  const waitLatency: ServiceSample[] = [];
+  const bareLatency: BareSample[] = [];
+  for (let i = 0; i < sizes.latencyRuns; i++) {
+    serviceLatency.push(await serviceRun(i));
+    waitLatency.push(await serviceRun(i, true));
+    bareLatency.push(await bareRun());
+  }
+  serviceLatency = await withDbTimes(db, serviceLatency);
+  const segments = await breakdown(db, serviceLatency);
+  const latencySeconds = (performance.now() - latencyStarted) / 1000;
+  return { serviceLatency, waitLatency, bareLatency, segments, latencySeconds };
+}
+
+interface LoadResults {
+  serviceLoad: ServiceSample[];
+  serviceLoadSeconds: number;
+  serviceLoadDbSeconds: number;
+  serviceCpu: Array<[string, number]>;
+  loadSegments: Map<string, number[]>;
+  waitLoad: ServiceSample[];
+  waitLoadSeconds: number;
+  waitLoadDbSeconds: number;
+  waitCpu: Array<[string, number]>;
+  bareLoad: BareSample[];
+  bareLoadSeconds: number;
+  bareCpu: Array<[string, number]>;
+}
+
+/** 2. Runs per second, IN_FLIGHT at a time: polling, then waiting (wait_seconds), then bare. */
+async function measureLoad(
+  db: Database,
+  sizes: Sizes,
+  serviceRun: ServiceRun,
+  bareRun: BareRun,
+): Promise<LoadResults> {
+  let serviceLoad: ServiceSample[] = [];
+  const serviceCpuBefore = await processTreeCpu();
+  const serviceLoadStarted = performance.now();
+  const serviceLoadWall = Date.now();
+  await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
+    serviceLoad.push(await serviceRun(i));
+  });
+  const serviceLoadSeconds = (performance.now() - serviceLoadStarted) / 1000;
+  const serviceCpu = cpuDelta(serviceCpuBefore, await processTreeCpu());
+
+  // 2b. The same, the client waiting on each run with wait_seconds instead of polling.
+  let waitLoad: ServiceSample[] = [];
+  const waitCpuBefore = await processTreeCpu();
+  const waitLoadStarted = performance.now();
+  const waitLoadWall = Date.now();
+  await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
+    waitLoad.push(await serviceRun(i, true));
+  });
+  const waitLoadSeconds = (performance.now() - waitLoadStarted) / 1000;
+  const waitCpu = cpuDelta(waitCpuBefore, await processTreeCpu());
+  waitLoad = await withDbTimes(db, waitLoad);
+  const waitLoadDbSeconds =
+    (Math.max(...waitLoad.map((sample) => sample.wallStart + sample.runClosedMs)) - waitLoadWall) / 1000;
+  serviceLoad = await withDbTimes(db, serviceLoad);
+  const loadSegments = await breakdown(db, serviceLoad);
+  const lastClosedWall = Math.max(...serviceLoad.map((sample) => sample.wallStart + sample.runClosedMs));
+  const serviceLoadDbSeconds = (lastClosedWall - serviceLoadWall) / 1000;
+
+  const bareLoad: BareSample[] = [];
+  const bareCpuBefore = await processTreeCpu();
+  const bareLoadStarted = performance.now();
+  await bounded(sizes.throughputRuns, IN_FLIGHT, async () => {
+    bareLoad.push(await bareRun());
+  });
+  const bareLoadSeconds = (performance.now() - bareLoadStarted) / 1000;
+  const bareCpu = cpuDelta(bareCpuBefore, await processTreeCpu());
+  return {
+    serviceLoad,
+    serviceLoadSeconds,
+    serviceLoadDbSeconds,
+    serviceCpu,
+    loadSegments,
+    waitLoad,
+    waitLoadSeconds,
+    waitLoadDbSeconds,
+    waitCpu,
+    bareLoad,
+    bareLoadSeconds,
+    bareCpu,
+  };
+}
+
+function printSegments(segments: Map<string, number[]>): void {
+  console.log('| segment | p50 ms | p99 ms |');
+  console.log('|---|---|---|');
+  for (const [label, values] of segments) {
+    const { p50, p99 } = percentiles(values);
+    console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} |`);
+  }
+}
+
+/** What ran where: machine, services, client. */
+function reportSetup(options: BenchOptions, services: BenchServices, loadAtStart: string): void {
+  const cpus = os.cpus();
+  console.log(
+    `\nWorkflow runs: STARTER → BASIC → ENDER (one tiny isolated-vm script each) through the API, ` +
+      `beside a bare Temporal workflow of 3 no-op activities`,
+  );
+  console.log(
+    `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${os.platform()} ${os.release()}, ` +
+      `Node ${process.version}; load average ${loadAtStart} at start, ${loadavg()} at the end`,
+  );
+  console.log(
+    `Services: embedded PostgreSQL, Temporal dev server (temporal CLI ${TEMPORAL_CLI_VERSION}, ` +
+      `${options.temporalInMemory ? 'in memory' : 'SQLite file'}) ` +
+      `started in ${services.servicesSeconds.toFixed(1)} s; both Temporal Workers (createTemporalWorker and the ` +
+      `bare one) in ${services.host.where}, ready in ${services.workersSeconds.toFixed(1)} s`,
+  );
+  console.log(
+    `Client: fetch over HTTP to the Fastify app on ${services.baseUrl} with an API key; polls every ${options.pollMs} ms; ` +
+      `${options.sizes.warmUpRuns} warm-up runs each${options.quick ? '; --quick' : ''}`,
+  );
+}
+
+function reportLatency(sizes: Sizes, latency: LatencyResults): void {
+  const { serviceLatency, waitLatency, bareLatency, segments, latencySeconds } = latency;
+  const bareResult = percentiles(bareLatency.map((x) => x.resultMs));
+  const row = (label: string, values: number[], vsBare: string) => {
+    const { p50, p99 } = percentiles(values);
+    console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`);
+  };
+  console.log(
+    `\nLatency, one run at a time: ${sizes.latencyRuns} service runs polled, ${sizes.latencyRuns} waited on ` +
+      `and ${sizes.latencyRuns} bare runs, interleaved (${latencySeconds.toFixed(1)} s)`,
+  );
+  console.log('| case | p50 ms | p99 ms | p50 vs bare |');
+  console.log('|---|---|---|---|');
+  row(
+    'bare: client.workflow.start() answered',
+    bareLatency.map((x) => x.startedMs),
+    '',
+  );
+  row(
+    'bare: handle.result() resolved',
+    bareLatency.map((x) => x.resultMs),
+    'baseline',
+  );
+  row(
+    'service: POST /run answered 202',
+    serviceLatency.map((x) => x.acceptedMs),
+    '',
+  );
+  row(
+    'service: ENDER ended_at (DB)',
+    serviceLatency.map((x) => x.enderDoneMs),
+    ratio(percentiles(serviceLatency.map((x) => x.enderDoneMs)).p50, bareResult.p50),
+  );
+  row(
+    'service: run ended_at (DB, finishRun)',
+    serviceLatency.map((x) => x.runClosedMs),
+    ratio(percentiles(serviceLatency.map((x) => x.runClosedMs)).p50, bareResult.p50),
+  );
+  row(
+    'service: SUCCEEDED seen by polling',
+    serviceLatency.map((x) => x.observedMs),
+    ratio(percentiles(serviceLatency.map((x) => x.observedMs)).p50, bareResult.p50),
+  );
+  row(
+    'service: SUCCEEDED answered to a GET with wait_seconds (separate runs)',
+    waitLatency.map((x) => x.observedMs),
+    ratio(percentiles(waitLatency.map((x) => x.observedMs)).p50, bareResult.p50),
+  );
+  row(
+    'service: polling overhead (seen − run ended_at)',
+    serviceLatency.map((x) => x.observedMs - x.runClosedMs),
+    '',
+  );
+  const meanPolls = serviceLatency.reduce((sum, x) => sum + x.polls, 0) / serviceLatency.length;
+  console.log(`(${meanPolls.toFixed(1)} polls per run on average)`);
+
+  console.log(
+    `\nWhere a service run's time goes (the same ${sizes.latencyRuns} runs; the workers' started_at and ` +
+      `ended_at, ms resolution; bare handle.result() p50 ÷ 3 activities: ${fmt(bareResult.p50 / 3)} ms)`,
+  );
+  printSegments(segments);
+}
+
+function reportLoad(sizes: Sizes, load: LoadResults): void {
+  const { serviceLoad, waitLoad, bareLoad } = load;
+  const bareRate = sizes.throughputRuns / load.bareLoadSeconds;
+  const serviceRate = sizes.throughputRuns / load.serviceLoadSeconds;
+  const serviceDbRate = sizes.throughputRuns / load.serviceLoadDbSeconds;
+  console.log(`\nSustained: ${sizes.throughputRuns} runs per case, ${IN_FLIGHT} in flight`);
+  console.log('| case | seconds | runs/s | p50 ms | p99 ms | runs/s vs bare |');
+  console.log('|---|---|---|---|---|---|');
+  const loadRow = (label: string, seconds: number, rate: number, values: number[], vsBare: string) => {
+    const { p50, p99 } = percentiles(values);
+    console.log(
+      `| ${label} | ${seconds.toFixed(2)} | ${rate.toFixed(1)} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`,
+    );
+  };
+  loadRow(
+    'bare: start() to result()',
+    load.bareLoadSeconds,
+    bareRate,
+    bareLoad.map((x) => x.resultMs),
+    'baseline',
+  );
+  loadRow(
+    'service: POST /run to run ended_at (DB)',
+    load.serviceLoadDbSeconds,
+    serviceDbRate,
+    serviceLoad.map((x) => x.runClosedMs),
+    ratio(serviceDbRate, bareRate, 2),
+  );
+  loadRow(
+    'service: POST /run to SUCCEEDED seen by polling',
+    load.serviceLoadSeconds,
+    serviceRate,
+    serviceLoad.map((x) => x.observedMs),
+    ratio(serviceRate, bareRate, 2),
+  );
+  loadRow(
+    'service, waiting (wait_seconds): POST /run to run ended_at (DB)',
+    load.waitLoadDbSeconds,
+    sizes.throughputRuns / load.waitLoadDbSeconds,
+    waitLoad.map((x) => x.runClosedMs),
+    ratio(sizes.throughputRuns / load.waitLoadDbSeconds, bareRate, 2),
+  );
+  loadRow(
+    'service, waiting (wait_seconds): POST /run to SUCCEEDED answered',
+    load.waitLoadSeconds,
+    sizes.throughputRuns / load.waitLoadSeconds,
+    waitLoad.map((x) => x.observedMs),
+    ratio(sizes.throughputRuns / load.waitLoadSeconds, bareRate, 2),
+  );
+  const perRun = (usage: Array<[string, number]>) =>
+    usage.length === 0
+      ? 'not measured (no /proc)'
+      : `${((1000 * usage.reduce((sum, [, s]) => sum + s, 0)) / sizes.throughputRuns).toFixed(0)} ms: ` +
+        usage.map(([name, s]) => `${name} ${((1000 * s) / sizes.throughputRuns).toFixed(0)}`).join(', ');
+  console.log(`CPU per run (this process tree, user + system): service, polling ${perRun(load.serviceCpu)}`);
+  console.log(`CPU per run (this process tree, user + system): service, waiting ${perRun(load.waitCpu)}`);
+  console.log(`CPU per run (this process tree, user + system): bare ${perRun(load.bareCpu)}`);
+  console.log(`\nWhere a sustained service run's time goes (the same ${sizes.throughputRuns} runs)`);
+  printSegments(load.loadSegments);
+  console.log(
+    `(polling: ${(serviceLoad.reduce((sum, x) => sum + x.polls, 0) / serviceLoad.length).toFixed(1)} GETs per run; ` +
+      `waiting: ${(waitLoad.reduce((sum, x) => sum + x.polls, 0) / waitLoad.length).toFixed(1)})`,
+  );
+}
+
+export async function runWorkflowBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const options = benchOptions(argv);
   const cliPath = findTemporalCli({
     cliPath: process.env.TEMPORAL_CLI_PATH ?? null,
     projectRoot: PROJECT_ROOT,
@@ -299,438 +834,28 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
   const benchStarted = performance.now();
   const loadAtStart = loadavg();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'pas-bench-workflows-'));
-  const [postgresPort, temporalPort, uiPort] = await freePorts(3);
+  const ports = await freePorts(3);
   const cleanup: Array<() => Promise<unknown>> = [() => rm(dataDir, { recursive: true, force: true })];
   const runCleanup = async () => {
     for (const step of cleanup.reverse()) await step().catch((error: unknown) => console.error(error));
   };
   try {
-    const [postgresStart, temporalStart] = await Promise.allSettled([
-      startEmbeddedPostgres({ dataDir, port: postgresPort!, database: 'bench' }),
-      startTemporalDevServer({
-        cliPath,
-        dataDir: temporalInMemory ? null : dataDir,
-        host: '127.0.0.1',
-        port: temporalPort!,
-        uiPort: uiPort!,
-        namespace: NAMESPACE,
-        searchAttributes: { ...SEARCH_ATTRIBUTES },
-      }),
-    ]);
-    const started = [postgresStart, temporalStart].filter((s) => s.status === 'fulfilled');
-    for (const s of started) {
-      const service = (s as PromiseFulfilledResult<EmbeddedPostgres | TemporalDevServer>).value;
-      cleanup.push(() => service.stop());
-    }
-    if (postgresStart.status === 'rejected') throw postgresStart.reason;
-    if (temporalStart.status === 'rejected') throw temporalStart.reason;
-    const postgres = postgresStart.value;
-    const temporal = temporalStart.value;
-
-    const db = connectDatabase(postgres.url, 10);
-    cleanup.push(() => db.destroy());
-    await migrateLatest(db);
-    const { accountId, owner } = await createAccount(db, { name: 'bench', ownerEmail: 'bench@example.com' });
-    const key = await createApiKey(db, { accountId, userId: owner.id });
-
-    const connection = await Connection.connect({ address: temporal.address });
-    cleanup.push(() => connection.close());
-    const client = new Client({ connection, namespace: NAMESPACE });
-    const suffix = newId('worker').slice(5, 17);
-    const taskQueue = `bench-workflows-${suffix}`;
-    const bareTaskQueue = `bench-bare-${suffix}`;
-    const app = await buildApp({
-      config: {
-        rateLimitPerMinute: 1_000_000,
-        maxPayloadBytes: 1024 * 1024,
-        logLevel: 'silent',
-        trustProxy: false,
-        publicUrl: 'http://127.0.0.1',
-      },
-      db,
-      workflows: temporalWorkflowRunner(client, taskQueue),
-    });
-    const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
-    cleanup.push(() => app.close());
-    const servicesSeconds = (performance.now() - benchStarted) / 1000;
-
-    const workersStarted = performance.now();
-    const host = await startWorkerHost(
-      { databaseUrl: postgres.url, temporalAddress: temporal.address, taskQueue, bareTaskQueue },
-      inProcess,
-    );
-    cleanup.push(() => host.stop());
-    const workersSeconds = (performance.now() - workersStarted) / 1000;
-
-    const headers = {
-      authorization: `Bearer ${key.account_sid}:${key.auth_token}`,
-      'content-type': 'application/json',
-    };
-    const api = async (method: 'GET' | 'POST', url: string, body?: object) => {
-      const res = await fetch(`${baseUrl}/v2${url}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text };
-    };
-
-    const [s, b, e] = [newId('worker'), newId('worker'), newId('worker')];
-    const stored = await api('POST', '/workflows', {
-      name: 'Bench: three workers',
-      workers: [
-        {
-          id: s,
-          name: 'Start',
-          type: 'STARTER',
-          script: 'function main(args) { return { n: (args.script_inputs.n ?? 0) + 1 }; }',
-          next: [b],
-        },
-        {
-          id: b,
-          name: 'Double',
-          type: 'BASIC',
-          script: 'function main(args) { return { n: args.inputs.n * 2 }; }',
-          next: [e],
-        },
-        {
-          id: e,
-          name: 'End',
-          type: 'ENDER',
-          script: 'function main(args) { return { n: args.inputs.n + 1, done: true }; }',
-        },
-      ],
-    });
-    if (stored.status !== 200)
-      throw new Error(`storing the workflow answered ${stored.status}: ${stored.body}`);
-    const workflowId = (JSON.parse(stored.body) as { workflow: { id: string } }).workflow.id;
-
-    /** POST /run, then poll every pollMs until the run leaves RUNNING; it must be SUCCEEDED. */
-    const serviceRun = async (n: number, wait = false): Promise<ServiceSample> => {
-      const wallStart = Date.now();
-      const t0 = performance.now();
-      const run = await api('POST', `/workflows/${workflowId}/run`, { parameters: { n } });
-      const acceptedMs = performance.now() - t0;
-      if (run.status !== 202) throw new Error(`run answered ${run.status}: ${run.body}`);
-      const executionId = (JSON.parse(run.body) as { workflow_execution: { id: string } }).workflow_execution
-        .id;
-      let polls = 0;
-      for (;;) {
-        // Polling: a GET every pollMs. Waiting: GETs with wait_seconds, each held until the run ends.
-        if (!wait) await sleep(pollMs);
-        polls += 1;
-        const poll = await api(
-          'GET',
-          `/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}` +
-            (wait ? '&wait_seconds=30' : ''),
-        );
-        if (poll.status !== 200) throw new Error(`poll answered ${poll.status}: ${poll.body}`);
-        const status = (JSON.parse(poll.body) as { workflow_execution: { run_status: string } })
-          .workflow_execution.run_status;
-        if (status === 'RUNNING') {
-          if (performance.now() - t0 > RUN_TIMEOUT_MS) throw new Error(`run ${executionId} is still RUNNING`);
-          continue;
-        }
-        if (status !== 'SUCCEEDED') throw new Error(`run ${executionId} ended ${status}`);
-        const observedMs = performance.now() - t0;
-        return { executionId, wallStart, acceptedMs, observedMs, polls, enderDoneMs: NaN, runClosedMs: NaN };
-      }
-    };
-
-    /** The ENDER's and the run's `ended_at`, relative to when each request left. */
-    const withDbTimes = async (samples: ServiceSample[]): Promise<ServiceSample[]> => {
-      const rows = (await db('workflow_executions as we')
-        .join('worker_executions as wk', 'wk.id', 'we.ender_worker_execution_id')
-        .whereIn(
-          'we.id',
-          samples.map((sample) => sample.executionId),
-        )
-        .select('we.id', 'we.ended_at as run_ended_at', 'wk.ended_at as ender_ended_at')) as Array<{
-        id: string;
-        run_ended_at: Date;
-        ender_ended_at: Date;
-      }>;
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      return samples.map((sample) => {
-        const row = byId.get(sample.executionId);
-        if (!row) throw new Error(`run ${sample.executionId} has no ENDER execution`);
-        return {
-          ...sample,
-          enderDoneMs: row.ender_ended_at.getTime() - sample.wallStart,
-          runClosedMs: row.run_ended_at.getTime() - sample.wallStart,
-        };
-      });
-    };
-
-    /** Where the latency runs' time went, from the worker executions' `started_at` and `ended_at`. */
-    const breakdown = async (samples: ServiceSample[]): Promise<Map<string, number[]>> => {
-      const rows = (await db('worker_executions')
-        .whereIn(
-          'workflow_execution_id',
-          samples.map((sample) => sample.executionId),
-        )
-        .select('workflow_execution_id', 'worker_type', 'started_at', 'ended_at')) as Array<{
-        workflow_execution_id: string;
-        worker_type: string;
-        started_at: Date;
-        ended_at: Date;
-      }>;
-      const segments = new Map<string, number[]>();
-      const add = (label: string, value: number) =>
-        segments.set(label, [...(segments.get(label) ?? []), value]);
-      for (const sample of samples) {
-        const at = (type: string, field: 'started_at' | 'ended_at') => {
-          const found = rows.find(
-            (row) => row.workflow_execution_id === sample.executionId && row.worker_type === type,
-          );
-          if (!found) throw new Error(`run ${sample.executionId} has no ${type} execution`);
-          return found[field].getTime() - sample.wallStart;
-        };
-        add('request → 202 answered (run recorded, start handed to Temporal)', sample.acceptedMs);
-        add('request → STARTER started_at', at('STARTER', 'started_at'));
-        add('STARTER started → ended (script, DB)', at('STARTER', 'ended_at') - at('STARTER', 'started_at'));
-        add(
-          'STARTER ended → BASIC started (Temporal hop)',
-          at('BASIC', 'started_at') - at('STARTER', 'ended_at'),
-        );
-        add('BASIC started → ended (script, DB)', at('BASIC', 'ended_at') - at('BASIC', 'started_at'));
-        add(
-          'BASIC ended → ENDER started (Temporal hop)',
-          at('ENDER', 'started_at') - at('BASIC', 'ended_at'),
-        );
-        add('ENDER started → ended (script, DB)', at('ENDER', 'ended_at') - at('ENDER', 'started_at'));
-        add('ENDER ended → run ended_at (finishRun activity)', sample.runClosedMs - at('ENDER', 'ended_at'));
-        add('run ended_at → SUCCEEDED seen (polling)', sample.observedMs - sample.runClosedMs);
-      }
-      return segments;
-    };
-
-    let bareCount = 0;
-    const bareRun = async (): Promise<BareSample> => {
-      const t0 = performance.now();
-      const handle = await client.workflow.start<typeof bareWorkflow>('bareWorkflow', {
-        taskQueue: bareTaskQueue,
-        workflowId: `bench-bare-${suffix}-${(bareCount += 1)}`,
-      });
-      const startedMs = performance.now() - t0;
-      const sum = await handle.result();
-      if (sum !== 3) throw new Error(`the bare workflow returned ${sum}`);
-      return { startedMs, resultMs: performance.now() - t0 };
-    };
+    const services = await startServices(options, cliPath, dataDir, ports, benchStarted, cleanup);
+    const workflowId = await storeBenchWorkflow(services.api);
+    const serviceRun = serviceRunner(services.api, workflowId, options.pollMs);
+    const bareRun = bareRunner(services.client, services.bareTaskQueue, services.suffix);
 
     // Warm-up: workflow bundles, isolates, JIT, pools and prepared plans on both sides.
-    for (let i = 0; i < sizes.warmUpRuns; i++) {
+    for (let i = 0; i < options.sizes.warmUpRuns; i++) {
       await serviceRun(i);
       await bareRun();
     }
+    const latency = await measureLatency(services.db, options.sizes, serviceRun, bareRun);
+    const load = await measureLoad(services.db, options.sizes, serviceRun, bareRun);
 
-    // 1. Latency, one run at a time; interleaved so that a load spike from elsewhere hits both.
-    const latencyStarted = performance.now();
-    let serviceLatency: ServiceSample[] = [];
-    const waitLatency: ServiceSample[] = [];
-    const bareLatency: BareSample[] = [];
-    for (let i = 0; i < sizes.latencyRuns; i++) {
-      serviceLatency.push(await serviceRun(i));
-      waitLatency.push(await serviceRun(i, true));
-      bareLatency.push(await bareRun());
-    }
-    serviceLatency = await withDbTimes(serviceLatency);
-    const segments = await breakdown(serviceLatency);
-    const latencySeconds = (performance.now() - latencyStarted) / 1000;
-
-    // 2. Runs per second, IN_FLIGHT at a time.
-    let serviceLoad: ServiceSample[] = [];
-    const serviceCpuBefore = await processTreeCpu();
-    const serviceLoadStarted = performance.now();
-    const serviceLoadWall = Date.now();
-    await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
-      serviceLoad.push(await serviceRun(i));
-    });
-    const serviceLoadSeconds = (performance.now() - serviceLoadStarted) / 1000;
-    const serviceCpu = cpuDelta(serviceCpuBefore, await processTreeCpu());
-
-    // 2b. The same, the client waiting on each run with wait_seconds instead of polling.
-    let waitLoad: ServiceSample[] = [];
-    const waitCpuBefore = await processTreeCpu();
-    const waitLoadStarted = performance.now();
-    const waitLoadWall = Date.now();
-    await bounded(sizes.throughputRuns, IN_FLIGHT, async (i) => {
-      waitLoad.push(await serviceRun(i, true));
-    });
-    const waitLoadSeconds = (performance.now() - waitLoadStarted) / 1000;
-    const waitCpu = cpuDelta(waitCpuBefore, await processTreeCpu());
-    waitLoad = await withDbTimes(waitLoad);
-    const waitLoadDbSeconds =
-      (Math.max(...waitLoad.map((sample) => sample.wallStart + sample.runClosedMs)) - waitLoadWall) / 1000;
-    serviceLoad = await withDbTimes(serviceLoad);
-    const loadSegments = await breakdown(serviceLoad);
-    const lastClosedWall = Math.max(...serviceLoad.map((sample) => sample.wallStart + sample.runClosedMs));
-    const serviceLoadDbSeconds = (lastClosedWall - serviceLoadWall) / 1000;
-
-    const bareLoad: BareSample[] = [];
-    const bareCpuBefore = await processTreeCpu();
-    const bareLoadStarted = performance.now();
-    await bounded(sizes.throughputRuns, IN_FLIGHT, async () => {
-      bareLoad.push(await bareRun());
-    });
-    const bareLoadSeconds = (performance.now() - bareLoadStarted) / 1000;
-    const bareCpu = cpuDelta(bareCpuBefore, await processTreeCpu());
-
-    // Report.
-    const cpus = os.cpus();
-    const p = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
-    const bareResult = p(bareLatency.map((x) => x.resultMs));
-    const ratio = (value: number, base: number, digits = 1) => `×${(value / base).toFixed(digits)}`;
-    const row = (label: string, values: number[], vsBare: string) => {
-      const { p50, p99 } = p(values);
-      console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`);
-    };
-    console.log(
-      `\nWorkflow runs: STARTER → BASIC → ENDER (one tiny isolated-vm script each) through the API, ` +
-        `beside a bare Temporal workflow of 3 no-op activities`,
-    );
-    console.log(
-      `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${os.platform()} ${os.release()}, ` +
-        `Node ${process.version}; load average ${loadAtStart} at start, ${loadavg()} at the end`,
-    );
-    console.log(
-      `Services: embedded PostgreSQL, Temporal dev server (temporal CLI ${TEMPORAL_CLI_VERSION}, ` +
-        `${temporalInMemory ? 'in memory' : 'SQLite file'}) ` +
-        `started in ${servicesSeconds.toFixed(1)} s; both Temporal Workers (createTemporalWorker and the ` +
-        `bare one) in ${host.where}, ready in ${workersSeconds.toFixed(1)} s`,
-    );
-    console.log(
-      `Client: fetch over HTTP to the Fastify app on ${baseUrl} with an API key; polls every ${pollMs} ms; ` +
-        `${sizes.warmUpRuns} warm-up runs each${quick ? '; --quick' : ''}`,
-    );
-
-    console.log(
-      `\nLatency, one run at a time: ${sizes.latencyRuns} service runs polled, ${sizes.latencyRuns} waited on ` +
-        `and ${sizes.latencyRuns} bare runs, interleaved (${latencySeconds.toFixed(1)} s)`,
-    );
-    console.log('| case | p50 ms | p99 ms | p50 vs bare |');
-    console.log('|---|---|---|---|');
-    row(
-      'bare: client.workflow.start() answered',
-      bareLatency.map((x) => x.startedMs),
-      '',
-    );
-    row(
-      'bare: handle.result() resolved',
-      bareLatency.map((x) => x.resultMs),
-      'baseline',
-    );
-    row(
-      'service: POST /run answered 202',
-      serviceLatency.map((x) => x.acceptedMs),
-      '',
-    );
-    row(
-      'service: ENDER ended_at (DB)',
-      serviceLatency.map((x) => x.enderDoneMs),
-      ratio(p(serviceLatency.map((x) => x.enderDoneMs)).p50, bareResult.p50),
-    );
-    row(
-      'service: run ended_at (DB, finishRun)',
-      serviceLatency.map((x) => x.runClosedMs),
-      ratio(p(serviceLatency.map((x) => x.runClosedMs)).p50, bareResult.p50),
-    );
-    row(
-      'service: SUCCEEDED seen by polling',
-      serviceLatency.map((x) => x.observedMs),
-      ratio(p(serviceLatency.map((x) => x.observedMs)).p50, bareResult.p50),
-    );
-    row(
-      'service: SUCCEEDED answered to a GET with wait_seconds (separate runs)',
-      waitLatency.map((x) => x.observedMs),
-      ratio(p(waitLatency.map((x) => x.observedMs)).p50, bareResult.p50),
-    );
-    row(
-      'service: polling overhead (seen − run ended_at)',
-      serviceLatency.map((x) => x.observedMs - x.runClosedMs),
-      '',
-    );
-    const meanPolls = serviceLatency.reduce((sum, x) => sum + x.polls, 0) / serviceLatency.length;
-    console.log(`(${meanPolls.toFixed(1)} polls per run on average)`);
-
-    console.log(
-      `\nWhere a service run's time goes (the same ${sizes.latencyRuns} runs; the workers' started_at and ` +
-        `ended_at, ms resolution; bare handle.result() p50 ÷ 3 activities: ${fmt(bareResult.p50 / 3)} ms)`,
-    );
-    console.log('| segment | p50 ms | p99 ms |');
-    console.log('|---|---|---|');
-    for (const [label, values] of segments) {
-      const { p50, p99 } = p(values);
-      console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} |`);
-    }
-
-    const bareRate = sizes.throughputRuns / bareLoadSeconds;
-    const serviceRate = sizes.throughputRuns / serviceLoadSeconds;
-    const serviceDbRate = sizes.throughputRuns / serviceLoadDbSeconds;
-    console.log(`\nSustained: ${sizes.throughputRuns} runs per case, ${IN_FLIGHT} in flight`);
-    console.log('| case | seconds | runs/s | p50 ms | p99 ms | runs/s vs bare |');
-    console.log('|---|---|---|---|---|---|');
-    const loadRow = (label: string, seconds: number, rate: number, values: number[], vsBare: string) => {
-      const { p50, p99 } = p(values);
-      console.log(
-        `| ${label} | ${seconds.toFixed(2)} | ${rate.toFixed(1)} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`,
-      );
-    };
-    loadRow(
-      'bare: start() to result()',
-      bareLoadSeconds,
-      bareRate,
-      bareLoad.map((x) => x.resultMs),
-      'baseline',
-    );
-    loadRow(
-      'service: POST /run to run ended_at (DB)',
-      serviceLoadDbSeconds,
-      serviceDbRate,
-      serviceLoad.map((x) => x.runClosedMs),
-      ratio(serviceDbRate, bareRate, 2),
-    );
-    loadRow(
-      'service: POST /run to SUCCEEDED seen by polling',
-      serviceLoadSeconds,
-      serviceRate,
-      serviceLoad.map((x) => x.observedMs),
-      ratio(serviceRate, bareRate, 2),
-    );
-    loadRow(
-      'service, waiting (wait_seconds): POST /run to run ended_at (DB)',
-      waitLoadDbSeconds,
-      sizes.throughputRuns / waitLoadDbSeconds,
-      waitLoad.map((x) => x.runClosedMs),
-      ratio(sizes.throughputRuns / waitLoadDbSeconds, bareRate, 2),
-    );
-    loadRow(
-      'service, waiting (wait_seconds): POST /run to SUCCEEDED answered',
-      waitLoadSeconds,
-      sizes.throughputRuns / waitLoadSeconds,
-      waitLoad.map((x) => x.observedMs),
-      ratio(sizes.throughputRuns / waitLoadSeconds, bareRate, 2),
-    );
-    const perRun = (usage: Array<[string, number]>) =>
-      usage.length === 0
-        ? 'not measured (no /proc)'
-        : `${((1000 * usage.reduce((sum, [, s]) => sum + s, 0)) / sizes.throughputRuns).toFixed(0)} ms: ` +
-          usage.map(([name, s]) => `${name} ${((1000 * s) / sizes.throughputRuns).toFixed(0)}`).join(', ');
-    console.log(`CPU per run (this process tree, user + system): service, polling ${perRun(serviceCpu)}`);
-    console.log(`CPU per run (this process tree, user + system): service, waiting ${perRun(waitCpu)}`);
-    console.log(`CPU per run (this process tree, user + system): bare ${perRun(bareCpu)}`);
-    console.log(`\nWhere a sustained service run's time goes (the same ${sizes.throughputRuns} runs)`);
-    console.log('| segment | p50 ms | p99 ms |');
-    console.log('|---|---|---|');
-    for (const [label, values] of loadSegments) {
-      const { p50, p99 } = p(values);
-      console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} |`);
-    }
-    console.log(
-      `(polling: ${(serviceLoad.reduce((sum, x) => sum + x.polls, 0) / serviceLoad.length).toFixed(1)} GETs per run; ` +
-        `waiting: ${(waitLoad.reduce((sum, x) => sum + x.polls, 0) / waitLoad.length).toFixed(1)})`,
-    );
+    reportSetup(options, services, loadAtStart);
+    reportLatency(options.sizes, latency);
+    reportLoad(options.sizes, load);
     console.log(`(bench total ${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
   } finally {
     await runCleanup();

@@ -8,7 +8,7 @@
 import { CalcInputError } from './input-error';
 import { type FilterExpression, liquidityBucket, reportedIds } from './filter';
 import type { PositionFacts } from './position-facts';
-import type { ProjectionValue } from './portfolio-model';
+import type { ProjectionValue } from './calculation-request';
 import type { RiskAttributionResult } from './risk-attribution';
 import type { StressTestResult } from './stress-test';
 

@@ -34,13 +34,14 @@ export {
 export {
   CONFIDENCE_TAILS,
   DEFAULT_PATHS,
+  MAX_PROJECTIONS,
   RESIDUAL,
   type CalcOptions,
   type CalcSecurity,
   type Confidence,
   type Forecast,
   type ProjectionValue,
-} from './portfolio-model';
+} from './calculation-request';
 export {
   conditionalScenario,
   dynamicRange,

@@ -7,22 +7,20 @@ import { type FactorModel, mixtureCovariance } from './estimation';
 import { CalcInputError } from './input-error';
 import type { PositionFacts } from './position-facts';
 import type { SeriesSource } from './market-data';
+import { bookLines, meanShift, preparePortfolio } from './portfolio-model';
 import {
   type CalcOptions,
   checkHorizon,
-  bookLines,
   type CommonRequest,
   type Confidence,
-  meanShift,
   normaliseCommon,
   type NormalisedCommon,
-  preparePortfolio,
   type ProjectionValue,
   RESIDUAL,
   resolvePaths,
   resolveSeed,
   tailOf,
-} from './portfolio-model';
+} from './calculation-request';
 import {
   type PathSetResult,
   type PositionExposure,

@@ -7,23 +7,21 @@ import { CalcInputError } from './input-error';
 import type { PositionFacts } from './position-facts';
 import { psdRoot } from './linear-algebra';
 import { extremeMoves, isLevelSeries, MIN_RETURNS, toDaySeries, type SeriesSource } from './market-data';
+import { bookLines, meanShift, preparePortfolio } from './portfolio-model';
 import {
   type CalcOptions,
   checkHorizon,
   type CommonRequest,
-  bookLines,
   type Confidence,
   MAX_HORIZON,
-  meanShift,
   normaliseCommon,
   type NormalisedCommon,
-  preparePortfolio,
   type ProjectionValue,
   RESIDUAL,
   resolvePaths,
   resolveSeed,
   tailOf,
-} from './portfolio-model';
+} from './calculation-request';
 import {
   positionComponents,
   type Regime,

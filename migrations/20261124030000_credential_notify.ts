@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * API processes cache resolved credentials (engine/accounts/credential-cache.ts). Any change to what
+ * API processes cache resolved credentials (engine/identity/credential-cache.ts). Any change to what
  * a credential resolves to (a key or client revoked, a user disabled or given other permissions, a
  * token removed), from any process (an API replica, the `pas` CLI, psql), notifies channel
  * `pas_credentials` when its transaction commits, and every listening process drops its cache.

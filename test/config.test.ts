@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../engine/config';
+import { ConfigError, loadConfig } from '../engine/platform/config';
 
 describe('configuration', () => {
   test('defaults work on one machine', () => {

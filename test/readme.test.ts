@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { CONFIG_VARIABLES } from '../engine/config';
+import { CONFIG_VARIABLES } from '../engine/platform/config';
 
 /** The README is the newcomer's front door, and docs/ holds the rest: both must keep up with the code. */
 const ROOT = path.resolve(__dirname, '..');

@@ -1,8 +1,8 @@
 import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import type { SimulationBackend } from '../calc';
-import type { Database } from '../engine/db/database';
-import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import type { Database } from '../engine/platform/database';
+import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import type { SandboxLimits } from '../plugins/sandbox/script-sandbox';
 import { createTriggerActivities } from './activities/trigger-activities';
 import { createWorkerActivities } from './activities/worker-activities';

@@ -1,10 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { startSimulationEngine } from '../engine/calculations/simulation-engine';
-import { loadConfig } from '../engine/config';
-import { connectDatabase, migrateLatest } from '../engine/db/database';
+import { loadConfig } from '../engine/platform/config';
+import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
-import { temporalWorkflowRunner } from '../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { createTemporalWorker } from './temporal-worker';
 

@@ -2,17 +2,18 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
   digestSecret,
-  type Principal,
   resolveAccessToken,
   resolveApiKey,
   resolveAuthToken,
-} from '../../engine/accounts/account-store';
-import { type CredentialCache, startCredentialCache } from '../../engine/accounts/credential-cache';
-import type { Actor, AuditOperation } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
-import { Unauthorized } from '../../engine/errors';
-import { consumeRateLimit } from '../../engine/rate-limit/rate-limiter';
-import { TooManyRequests } from '../../engine/errors';
+} from '../../engine/identity/account-store';
+import type { Principal } from '../../engine/platform/principal';
+import { type CredentialCache, startCredentialCache } from '../../engine/identity/credential-cache';
+import type { AuditOperation } from '../../engine/store/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
+import type { Database } from '../../engine/platform/database';
+import { Unauthorized } from '../../engine/platform/errors';
+import { consumeRateLimit } from '../../engine/platform/rate-limiter';
+import { TooManyRequests } from '../../engine/platform/errors';
 import { DOCS_PREFIX } from './openapi';
 
 /**
@@ -107,7 +108,7 @@ export default fp(
   async function authentication(app: FastifyInstance, options: { db: Database; rateLimitPerMinute: number }) {
     const { db, rateLimitPerMinute } = options;
     // Credentials resolved once are served from memory until a change to them is notified
-    // (engine/accounts/credential-cache.ts): one database round trip less per request.
+    // (engine/identity/credential-cache.ts): one database round trip less per request.
     const cache = startCredentialCache(db, (message, error) => app.log.warn({ err: error }, message));
     app.addHook('onClose', () => cache.close());
     app.decorateRequest('principal', null);

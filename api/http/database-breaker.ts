@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Database } from '../../engine/db/database';
-import { isDatabaseUnavailable } from '../../engine/db/database-faults';
-import { ServiceUnavailable } from '../../engine/errors';
+import type { Database } from '../../engine/platform/database';
+import { isDatabaseUnavailable } from '../../engine/platform/database-faults';
+import { ServiceUnavailable } from '../../engine/platform/errors';
 
 /** How often an open breaker asks the database whether it is back; recovery takes at most about this. */
 const PROBE_INTERVAL_MS = 1_000;

@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { type AuditOperation, recordAudit } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
-import { isDatabaseUnavailable } from '../../engine/db/database-faults';
-import { DomainError, ServiceUnavailable } from '../../engine/errors';
-import { isStorableText } from '../../engine/lists/storable-text';
+import { type AuditOperation, recordAudit } from '../../engine/store/audit-trail';
+import type { Database } from '../../engine/platform/database';
+import { isDatabaseUnavailable } from '../../engine/platform/database-faults';
+import { DomainError, ServiceUnavailable } from '../../engine/platform/errors';
+import { isStorableText } from '../../engine/store/storable-text';
 import { type ValidationIssue, validationMessage } from './validation-message';
 
 const STATUS_TEXT: Record<number, string> = {

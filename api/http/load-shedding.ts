@@ -1,8 +1,8 @@
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Database } from '../../engine/db/database';
-import { ServiceUnavailable } from '../../engine/errors';
+import type { Database } from '../../engine/platform/database';
+import { ServiceUnavailable } from '../../engine/platform/errors';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,13 +1,14 @@
 import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../engine/db/database';
-import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import type { Database } from '../../engine/platform/database';
+import { viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
 import {
   createResource,
   deleteResource,
   type ResourceKind,
   updateResource,
-} from '../../engine/entities/resource-kind';
+} from '../../engine/store/resource-kind';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, looseBoolean, Nullable } from '../schemas/entity-lists';
 import {

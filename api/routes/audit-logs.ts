@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { AUDIT_OPERATIONS, AUDIT_SOURCES } from '../../engine/audit/audit-trail';
-import { getAuditLog, listAuditLogs } from '../../engine/audit/audit-log-queries';
-import type { Database } from '../../engine/db/database';
+import { AUDIT_OPERATIONS } from '../../engine/store/audit-trail';
+import { AUDIT_SOURCES } from '../../engine/platform/principal';
+import { getAuditLog, listAuditLogs } from '../../engine/store/audit-log-queries';
+import type { Database } from '../../engine/platform/database';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);

@@ -6,7 +6,7 @@ import {
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
 import type { SimulationBackend } from '../../calc';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../schemas/fields';

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { CUSTOM_INDEX, DATA_POINTS_MAX } from '../../engine/custom-indexes/custom-index-store';
+import { CUSTOM_INDEX, DATA_POINTS_MAX } from '../../engine/kinds/custom-index';
 import { resourceRoutes } from '../http/resource-routes';
 import { ClientSymbol, CurrencyCode, DateYmd } from '../schemas/fields';
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { DATASTORE } from '../../engine/datastores/datastore-store';
+import { DATASTORE } from '../../engine/kinds/datastore';
 import { resourceRoutes } from '../http/resource-routes';
 import { StorableText } from '../schemas/fields';
 

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { fileBody, fileBytes, viewFileByUid } from '../../engine/files/file-store';
 import { errorResponses } from '../schemas/common';
 

@@ -4,9 +4,10 @@ import multipart, { type Multipart } from '@fastify/multipart';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Database } from '../../engine/db/database';
-import { type EntityRecord, listEntities, viewEntity } from '../../engine/entities/entity-store';
-import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
+import type { Database } from '../../engine/platform/database';
+import { type EntityRecord, viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
+import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import {
   CREATE_CONTENT_TYPES,
   createFile,

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { describeSimulationEngine, type SimulationEngine } from '../../engine/calculations/simulation-engine';
-import type { Database } from '../../engine/db/database';
-import { databaseHealth, type TemporalHealth } from '../../engine/health/dependency-health';
+import type { Database } from '../../engine/platform/database';
+import { databaseHealth, type TemporalHealth } from '../../engine/platform/dependency-health';
 
 export const SERVICE_NAME = 'Portfolio Analytics Service';
 

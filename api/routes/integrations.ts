@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { Database } from '../../engine/db/database';
-import { InvalidInput } from '../../engine/errors';
-import { INTEGRATION } from '../../engine/integrations/integration-kind';
-import { receiveWebhook } from '../../engine/integrations/webhook-receiver';
+import type { Database } from '../../engine/platform/database';
+import { InvalidInput } from '../../engine/platform/errors';
+import { INTEGRATION } from '../../engine/kinds/integration';
+import { receiveWebhook } from '../../engine/workflows/webhook-receiver';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import { resourceRoutes } from '../http/resource-routes';
 import { errorResponses } from '../schemas/common';

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { signIn, signOut } from '../../engine/accounts/oauth-sessions';
-import type { Database } from '../../engine/db/database';
-import { InvalidInput } from '../../engine/errors';
+import { signIn, signOut } from '../../engine/identity/oauth-sessions';
+import type { Database } from '../../engine/platform/database';
+import { InvalidInput } from '../../engine/platform/errors';
 import { errorResponses } from '../schemas/common';
 
 const TokenRequest = Type.Object({

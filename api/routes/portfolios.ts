@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
+import { PORTFOLIO } from '../../engine/kinds/portfolio';
 import { resourceRoutes } from '../http/resource-routes';
 import { Nullable } from '../schemas/entity-lists';
 import { CurrencyCode } from '../schemas/fields';

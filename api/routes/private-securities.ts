@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { PRIVATE_SECURITY } from '../../engine/private-securities/private-security-store';
+import { PRIVATE_SECURITY } from '../../engine/kinds/private-security';
 import { resourceRoutes } from '../http/resource-routes';
 import { ClientSymbol, CurrencyCode, Name } from '../schemas/fields';
 

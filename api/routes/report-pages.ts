@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { Database } from '../../engine/db/database';
-import type { EntityRecord } from '../../engine/entities/entity-store';
+import type { Database } from '../../engine/platform/database';
+import type { EntityRecord } from '../../engine/store/entity-store';
 import {
   findReportByUid,
   openSharedReport,
@@ -17,7 +17,7 @@ import {
   renderReportPage,
   renderWidgetPage,
 } from '../../engine/reports/report-rendering/report-page';
-import { todayYYYYMMDD } from '../../engine/entities/entity-fields';
+import { todayYYYYMMDD } from '../../engine/store/entity-fields';
 import { describeError } from '../http/error-handler';
 
 /**

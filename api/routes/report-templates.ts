@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { REPORT_TEMPLATE } from '../../engine/reports/report-template-store';
+import { REPORT_TEMPLATE } from '../../engine/kinds/report-template';
 import { resourceRoutes } from '../http/resource-routes';
 
 const AdvancedSetting = Type.Record(Type.String(), Type.Unknown(), {

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../engine/db/database';
-import { listEntities, viewEntity } from '../../engine/entities/entity-store';
+import type { Database } from '../../engine/platform/database';
+import { viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
 import {
   createReport,
   deleteReport,

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ENV_VAR_VALUE_MAX, ENV_VARS_MAX, USER_APP } from '../../engine/user-apps/user-app-store';
+import { ENV_VAR_VALUE_MAX, ENV_VARS_MAX, USER_APP } from '../../engine/kinds/user-app';
 import { resourceRoutes } from '../http/resource-routes';
 import { Name } from '../schemas/fields';
 

@@ -6,7 +6,7 @@ import {
   TEMPLATE_LIMIT_BOUNDS,
   WORKER_TEMPLATE,
   WORKER_TEMPLATE_TYPES,
-} from '../../engine/worker-templates/worker-template-store';
+} from '../../engine/kinds/worker-template';
 import { resourceRoutes } from '../http/resource-routes';
 import { Name } from '../schemas/fields';
 import { Nullable } from '../schemas/entity-lists';

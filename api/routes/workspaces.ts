@@ -1,13 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import {
   createWorkspace,
   deleteWorkspace,
   getWorkspace,
   listWorkspaces,
   updateWorkspace,
-} from '../../engine/workspaces/workspace-store';
+} from '../../engine/identity/workspace-store';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
 import { Description, StorableText, WorkspaceName } from '../schemas/fields';
 

@@ -8,7 +8,7 @@ import {
   RISK_MEASURES,
   SAMPLINGS,
 } from '../../engine/calculations/calculation-service';
-import { SECURITIES_MAX } from '../../engine/portfolios/security-positions';
+import { SECURITIES_MAX } from '../../engine/kinds/security-positions';
 import { CurrencyCode, EntityId, LooseBoolean, NullableDate, StorableText, WorkspaceParam } from './fields';
 import { SECURITIES_MAX_WITH_NLV, SecurityInput } from './security';
 

@@ -1,5 +1,5 @@
 import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
-import type { ListRequest } from '../../engine/lists/list-query';
+import type { ListRequest } from '../../engine/store/list-query';
 import { NextPageToken, PageSize } from './common';
 import { PeriodBound, StorableText, WorkspaceParam } from './fields';
 

@@ -6,8 +6,9 @@
  * lookarounds.
  */
 import { type TString, Type } from '@sinclair/typebox';
-import { SYMBOL_MAX, symbolRule } from '../../engine/entities/resource-kind';
-import { ID_PREFIXES, type IdKind } from '../../engine/ids';
+import { SYMBOL_MAX, symbolRule } from '../../engine/store/resource-kind';
+import { ID_PREFIXES, type IdKind } from '../../engine/platform/ids';
+import { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX } from '../../engine/store/entity-fields';
 
 /**
  * No NUL (PostgreSQL refuses it in text). Unpaired surrogates, which have no UTF-8 spelling either, are
@@ -19,9 +20,7 @@ const SPACE_CHARS =
   '\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 const VISIBLE_CHAR = `[^${SPACE_CHARS}\\u0000]`;
 
-export const NAME_MAX = 200;
-export const DESCRIPTION_MAX = 500;
-export const TAGS_MAX = 32;
+export { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX };
 
 /** Text PostgreSQL can store, `min` to `max` code points. */
 export function StorableText(options: { minLength?: number; maxLength?: number; description?: string } = {}) {
@@ -111,7 +110,7 @@ export function EntityId(kind: IdKind, description?: string): TString {
 }
 
 /** `{ id }` path parameters holding an id of `kind`. */
-/** A client-named kind's `symbol` (engine/entities/resource-kind.ts clientNamed), in a body or a path. */
+/** A client-named kind's `symbol` (engine/store/resource-kind.ts clientNamed), in a body or a path. */
 export function ClientSymbol(prefix: string): TString {
   return Type.String({
     pattern: `^${prefix}:[A-Z0-9_]{0,${SYMBOL_MAX - prefix.length - 1}}$`,

@@ -7,6 +7,7 @@ import {
   reportRiskAttribution,
   reportStressTest,
   CONFIDENCE_TAILS,
+  MAX_PROJECTIONS,
   parseOptionSymbol,
   prepareRiskAttribution,
   prepareStressTest,
@@ -20,14 +21,15 @@ import {
   type StressTestResult,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { findEntity } from '../entities/entity-store';
-import { checkDate, checkWorkspaceName } from '../entities/entity-fields';
-import { InvalidInput } from '../errors';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { findEntity } from '../store/entity-store';
+import { checkDate, checkWorkspaceName } from '../store/entity-fields';
+import { InvalidInput } from '../platform/errors';
 import { loadMarket } from '../market-data/price-store';
-import { PORTFOLIO } from '../portfolios/portfolio-store';
-import { checkCurrency, checkNlv, checkSecurities, type Security } from '../portfolios/security-positions';
+import { PORTFOLIO } from '../kinds/portfolio';
+import { checkCurrency, checkNlv, checkSecurities, type Security } from '../kinds/security-positions';
 
 /** The spec's allowed values (calc/ accepts more; the API offers exactly these). */
 export const HORIZONS = [1, 5, 20, 60] as const;
@@ -35,9 +37,10 @@ export const SAMPLINGS = [1, 5] as const;
 export const HALF_LIVES = [0, 2, 6, 12, 24, 48] as const;
 export const CONFIDENCES = Object.keys(CONFIDENCE_TAILS) as Confidence[];
 export const RISK_MEASURES: readonly RiskMeasure[] = ['vol', 'var', 'cvar'];
-export const MAX_PROJECTIONS = 15;
 /** §14: re-exported so the API's schema lists exactly what the reporting step groups by. */
 export { AGGREGATIONS };
+/** calc's limit, re-exported for the API's schema (api/ imports only types from calc/). */
+export { MAX_PROJECTIONS };
 
 /** The audit trail's entity type for a calculation run (the spec lists none for calculations). */
 export const CALCULATION_ENTITY = 'Calculation';

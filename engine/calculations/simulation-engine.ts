@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { SimulationBackend } from '../../calc';
 import { chooseBackend, createBackend } from '../../calc/backends/choose';
 import type { BackendName } from '../../calc/backends/backend';
-import type { CalcBackendSetting } from '../config';
-import type { Database } from '../db/database';
+import type { CalcBackendSetting } from '../platform/config';
+import type { Database } from '../platform/database';
 
 /**
  * The simulation backend a process runs its calculations on, and how it was picked. The API and

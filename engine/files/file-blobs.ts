@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Database } from '../db/database';
+import type { Database } from '../platform/database';
 
 /**
  * File bytes as rows of `file_chunks` (see the files migration for why PostgreSQL bytea): a blob is

@@ -1,5 +1,6 @@
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
 import {
   commonView,
   createEntity,
@@ -9,7 +10,7 @@ import {
   findEntity,
   updateEntity,
   viewEntity,
-} from '../entities/entity-store';
+} from '../store/entity-store';
 import {
   checkDate,
   checkDescription,
@@ -18,10 +19,10 @@ import {
   checkWorkspaceName,
   normaliseTags,
   todayYYYYMMDD,
-} from '../entities/entity-fields';
-import { checkStorableFields } from '../entities/storable-json';
-import { InvalidInput, NotFound } from '../errors';
-import { randomAlphanumeric } from '../ids';
+} from '../store/entity-fields';
+import { checkStorableFields } from '../store/storable-json';
+import { InvalidInput, NotFound } from '../platform/errors';
+import { randomAlphanumeric } from '../platform/ids';
 import { deleteBlob, newBlobId, readBlob, readBlobBase64, writeBlobFromBuffer } from './file-blobs';
 
 /** The `content_type` values a file may be created with (the interface's list). */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { Actor } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { createEntity, type EntityRecord, findEntity, updateEntity } from '../entities/entity-store';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { createEntity, type EntityRecord, findEntity, updateEntity } from '../store/entity-store';
 import {
   checkDate,
   checkDescription,
@@ -10,8 +10,8 @@ import {
   checkWorkspaceName,
   normaliseTags,
   todayYYYYMMDD,
-} from '../entities/entity-fields';
-import { DomainError, InvalidInput } from '../errors';
+} from '../store/entity-fields';
+import { DomainError, InvalidInput } from '../platform/errors';
 import { deleteBlob, moveBlob, newBlobId, writeBlob } from './file-blobs';
 import {
   checkContentType,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database } from '../db/database';
-import { InvalidInput } from '../errors';
+import type { Database } from '../platform/database';
+import { InvalidInput } from '../platform/errors';
 import { mergeSeries, parseDay, type StoredSeries, yyyymmdd } from './price-store';
 
 /** Columns that name an index rather than a tradable symbol: the S&P 500 level is the `IND:SPX` series. */

@@ -7,7 +7,7 @@ import {
   type PriceSeries,
   type ReferenceSource,
 } from '../../calc';
-import type { Database } from '../db/database';
+import type { Database } from '../platform/database';
 
 /** A series as stored: ascending day numbers (days since 1970-01-01) and their observed prices. */
 export interface StoredSeries {

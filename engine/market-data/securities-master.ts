@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database } from '../db/database';
-import { InvalidInput } from '../errors';
+import type { Database } from '../platform/database';
+import { InvalidInput } from '../platform/errors';
 import { type BadRow, splitCsvLine } from './csv-import';
 
 /** Columns of the securities master; any other column lands in `attributes` under its header. */

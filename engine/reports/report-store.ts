@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
 import {
   commonView,
   createEntity,
@@ -9,15 +10,13 @@ import {
   type EntityRecord,
   findEntity,
   updateEntity,
-} from '../entities/entity-store';
-import { checkName, todayYYYYMMDD } from '../entities/entity-fields';
-import { InvalidInput, NotFound } from '../errors';
-import { randomAlphanumeric } from '../ids';
-import { checkStorableFields } from '../entities/storable-json';
+} from '../store/entity-store';
+import { checkName, todayYYYYMMDD } from '../store/entity-fields';
+import { InvalidInput, NotFound } from '../platform/errors';
+import { randomAlphanumeric } from '../platform/ids';
+import { checkStorableFields } from '../store/storable-json';
+import { checkAuthorization } from '../kinds/report-template';
 import { readWidget } from './report-rendering/widget-format';
-
-export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;
-export type ReportAuthorization = (typeof REPORT_AUTHORIZATIONS)[number];
 
 export const SKIN_THEMES = ['Light', 'Dark'] as const;
 export type SkinTheme = (typeof SKIN_THEMES)[number];
@@ -130,15 +129,6 @@ function knownFields(input: ReportInput): ReportInput {
 function checkReportData(value: unknown): unknown[] {
   if (!Array.isArray(value)) throw new InvalidInput('data must be an array.');
   return value;
-}
-
-/** `PRIVATE` or `PUBLIC` (any letter case, stored upper case); reports and templates share it. */
-export function checkAuthorization(value: unknown): ReportAuthorization {
-  const upper = typeof value === 'string' ? value.toUpperCase() : value;
-  if (!(REPORT_AUTHORIZATIONS as readonly unknown[]).includes(upper)) {
-    throw new InvalidInput(`authorization must be ${REPORT_AUTHORIZATIONS.join(' or ')}.`);
-  }
-  return upper as ReportAuthorization;
 }
 
 /**

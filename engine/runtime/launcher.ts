@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { ensureOwnerAccount } from '../accounts/account-store';
-import { type Config, ConfigError, loadConfig } from '../config';
-import { connectDatabase, migrateLatest } from '../db/database';
+import { ensureOwnerAccount } from '../identity/account-store';
+import { type Config, ConfigError, loadConfig } from '../platform/config';
+import { connectDatabase, migrateLatest } from '../platform/database';
 import { SEARCH_ATTRIBUTES } from '../workflows/run-input';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres';
 import { exponentialBackoff, type Instance, Supervisor } from './supervisor';

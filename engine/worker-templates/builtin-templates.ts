@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { checkDescription, checkName, normaliseTags } from '../entities/entity-fields';
-import { ID_PREFIXES } from '../ids';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { checkDescription, checkName, normaliseTags } from '../store/entity-fields';
+import { ID_PREFIXES } from '../platform/ids';
 import { readTemplateFolder } from './template-folder';
-import { newTemplateBody, WORKER_TEMPLATE } from './worker-template-store';
-import { SYSTEM_ACCOUNT_ID } from './system-account';
+import { newTemplateBody, WORKER_TEMPLATE } from '../kinds/worker-template';
+import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
 
 /**
  * The built-in worker templates: one folder each under plugins/builtin/ (template.json and the

@@ -1,11 +1,11 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Actor } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import type { EntityRecord } from '../entities/entity-store';
-import { InvalidInput } from '../errors';
-import { createResource, updateResource } from '../entities/resource-kind';
-import { WORKER_TEMPLATE, type WorkerTemplateInput } from './worker-template-store';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import type { EntityRecord } from '../store/entity-store';
+import { InvalidInput } from '../platform/errors';
+import { createResource, updateResource } from '../store/resource-kind';
+import { WORKER_TEMPLATE, type WorkerTemplateInput } from '../kinds/worker-template';
 
 /**
  * A worker template as a folder: `template.json` (the metadata: name, description, type, tags,

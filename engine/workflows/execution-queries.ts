@@ -1,8 +1,8 @@
-import type { Database } from '../db/database';
-import { checkWorkspaceName } from '../entities/entity-fields';
-import { InvalidInput, NotFound } from '../errors';
-import { isId } from '../ids';
-import { decodeKeysetToken, encodeKeysetToken, epochSeconds, PAGE_SIZE_MAX } from '../lists/page-token';
+import type { Database } from '../platform/database';
+import { checkWorkspaceName } from '../store/entity-fields';
+import { InvalidInput, NotFound } from '../platform/errors';
+import { isId } from '../platform/ids';
+import { decodeKeysetToken, encodeKeysetToken, epochSeconds, PAGE_SIZE_MAX } from '../store/page-token';
 import {
   findWorkerExecution,
   findWorkflowExecution,

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { CredentialType } from '../accounts/account-store';
-import type { Database } from '../db/database';
-import { NotFound } from '../errors';
-import { newId } from '../ids';
-import { epochSeconds } from '../lists/page-token';
+import type { CredentialType } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { NotFound } from '../platform/errors';
+import { newId } from '../platform/ids';
+import { epochSeconds } from '../store/page-token';
 import type { WorkerNode, WorkerType, WorkflowPlan } from './workflow-definition';
 
 export type RunStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED';

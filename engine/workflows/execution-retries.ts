@@ -1,8 +1,9 @@
-import { type Actor, recordAudit } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { Conflict, InvalidInput } from '../errors';
-import { newId } from '../ids';
-import { parsePeriod } from '../lists/period';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { Conflict, InvalidInput } from '../platform/errors';
+import { newId } from '../platform/ids';
+import { parsePeriod } from '../store/period';
 import { workflowExecutionOf } from './execution-queries';
 import {
   insertWorkflowExecution,
@@ -13,7 +14,8 @@ import {
 } from './execution-records';
 import { localStepsOf } from './local-steps';
 import { enqueueRun } from './run-dispatcher';
-import { dispatchSoon, type WorkflowRunner } from './workflow-runner';
+import { type WorkflowRunner } from './workflow-runner';
+import { dispatchSoon } from './run-workflow';
 import { findWorkflow, type StoredWorkflow } from './workflow-store';
 
 /**

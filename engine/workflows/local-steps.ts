@@ -1,6 +1,6 @@
-import type { Database } from '../db/database';
-import { SYSTEM_ACCOUNT_ID } from '../worker-templates/system-account';
-import { WORKER_TEMPLATE } from '../worker-templates/worker-template-store';
+import type { Database } from '../platform/database';
+import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
+import { WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { WorkerNode } from './workflow-definition';
 
 /**

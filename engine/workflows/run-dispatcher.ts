@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Database } from '../db/database';
+import type { Database } from '../platform/database';
 import type { InterpreterInput } from './run-input';
 import type { WorkflowRunner } from './workflow-runner';
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { Database } from '../db/database';
-import { connectionOf, ListenConnection } from '../db/listen-connection';
+import type { Database } from '../platform/database';
+import { connectionOf, ListenConnection } from '../platform/listen-connection';
 
 /** Channel the run-end trigger notifies (migrations/20261125000000_run_end_notify.ts). */
 export const RUN_ENDED_CHANNEL = 'pas_run_ended';

@@ -1,4 +1,4 @@
-import { InvalidInput } from '../errors';
+import { InvalidInput } from '../platform/errors';
 
 /** The `trigger_config` of a TIME_BASED workflow, as stored: normalised cron and an IANA zone name. */
 export interface ScheduleConfig {

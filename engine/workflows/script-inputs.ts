@@ -1,4 +1,4 @@
-import { type FormInput, formInputKey } from '../worker-templates/worker-template-store';
+import { type FormInput, formInputKey } from '../kinds/worker-template';
 
 /**
  * How a worker's `script_inputs` must match its template's `form_inputs`. Form inputs are the hosted

@@ -1,7 +1,8 @@
-import { checkName } from '../entities/entity-fields';
-import { checkStorableFields } from '../entities/storable-json';
-import { InvalidInput } from '../errors';
-import { isId } from '../ids';
+import { checkName } from '../store/entity-fields';
+import { checkStorableFields } from '../store/storable-json';
+import { InvalidInput } from '../platform/errors';
+import { isId } from '../platform/ids';
+import { isPlainObject } from '../platform/plain-object';
 
 /**
  * A workflow definition is a graph of workers (nodes) joined by edges to the next workers.
@@ -60,10 +61,6 @@ export const DEFINITION_MAX_BYTES = 1024 * 1024;
 
 /** Types that cannot do their job without a script: BASIC runs one, CONDITIONAL decides with one. */
 const NEEDS_SCRIPT: ReadonlySet<WorkerType> = new Set(['BASIC', 'CONDITIONAL']);
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 /** `next` may come as one id or a list of ids (the skeleton and GUI clients write both). */
 function edgeList(value: unknown, where: string): string[] {

@@ -8,10 +8,10 @@ import {
   type ScheduleOptionsAction,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType, TypedSearchAttributes } from '@temporalio/common';
-import type { CredentialType } from '../accounts/account-store';
-import type { Actor } from '../audit/audit-trail';
-import type { Database } from '../db/database';
-import { DomainError, InvalidInput } from '../errors';
+import type { CredentialType } from '../platform/principal';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { DomainError, InvalidInput } from '../platform/errors';
 import { parseScheduleConfig } from './schedule-config';
 import {
   createWorkflow,

@@ -1,5 +1,5 @@
-import type { Actor } from '../audit/audit-trail';
-import type { Database } from '../db/database';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
 import {
   commonView,
   createEntity,
@@ -8,15 +8,16 @@ import {
   type EntityRecord,
   findEntity,
   updateEntity,
-} from '../entities/entity-store';
-import { InvalidInput, NotFound } from '../errors';
-import { isId } from '../ids';
-import { findIntegration } from '../integrations/integration-kind';
-import { readWorkerTemplate, WORKER_TEMPLATE } from '../worker-templates/worker-template-store';
+} from '../store/entity-store';
+import { InvalidInput, NotFound } from '../platform/errors';
+import { isId } from '../platform/ids';
+import { findIntegration } from '../kinds/integration';
+import { readWorkerTemplate, WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { Trigger } from './execution-records';
 import { parseScheduleConfig } from './schedule-config';
 import { scriptInputProblem } from './script-inputs';
 import { parseDefinition, storedWorkers, type WorkerNode, type WorkflowPlan } from './workflow-definition';
+import { isPlainObject } from '../platform/plain-object';
 
 export const TRIGGER_TYPES = ['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED'] as const satisfies Trigger[];
 
@@ -79,10 +80,6 @@ export interface WorkflowInput {
   trigger_enabled?: unknown;
   gui?: unknown;
   workers?: unknown;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function checkTriggerType(value: unknown): Trigger {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import type { Principal } from '../../engine/accounts/account-store';
-import { diffSnapshots, type Snapshot } from '../../engine/audit/audit-log-queries';
-import { recordAudit } from '../../engine/audit/audit-trail';
-import { newId } from '../../engine/ids';
+import type { Principal } from '../../engine/platform/principal';
+import { diffSnapshots, type Snapshot } from '../../engine/store/audit-log-queries';
+import { recordAudit } from '../../engine/store/audit-trail';
+import { newId } from '../../engine/platform/ids';
 import { createTestAccount, createTestSubUser, type TestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 

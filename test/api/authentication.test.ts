@@ -1,4 +1,4 @@
-import { createOAuthClient, revokeApiKey } from '../../engine/accounts/account-store';
+import { createOAuthClient, revokeApiKey } from '../../engine/identity/account-store';
 import { createTestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 

@@ -1,5 +1,5 @@
 import knexFactory from 'knex';
-import { createOAuthClient } from '../../engine/accounts/account-store';
+import { createOAuthClient } from '../../engine/identity/account-store';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 

@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket, connect } from 'node:net';
-import { connectDatabase, type Database } from '../../engine/db/database';
+import { connectDatabase, type Database } from '../../engine/platform/database';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 

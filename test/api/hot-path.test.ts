@@ -1,4 +1,4 @@
-import { consumeRateLimit } from '../../engine/rate-limit/rate-limiter';
+import { consumeRateLimit } from '../../engine/platform/rate-limiter';
 import { createTestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 

@@ -1,4 +1,4 @@
-import { newId } from '../../engine/ids';
+import { newId } from '../../engine/platform/ids';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 

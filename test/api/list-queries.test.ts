@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { encodeKeysetToken } from '../../engine/lists/page-token';
+import { encodeKeysetToken } from '../../engine/store/page-token';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 

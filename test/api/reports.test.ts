@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { todayYYYYMMDD } from '../../engine/entities/entity-fields';
+import { todayYYYYMMDD } from '../../engine/store/entity-fields';
 import {
   EXPIRED_SHARE_RETENTION_SECONDS,
   pruneExpiredShares,

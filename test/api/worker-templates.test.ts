@@ -3,20 +3,17 @@ import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { listAccounts } from '../../engine/accounts/account-store';
-import { connectDatabase } from '../../engine/db/database';
-import { NotFound } from '../../engine/errors';
+import { listAccounts } from '../../engine/identity/account-store';
+import { connectDatabase } from '../../engine/platform/database';
+import { NotFound } from '../../engine/platform/errors';
 import {
   BUILTIN_TEMPLATES_DIR,
   builtinTemplateId,
   type PublishedBuiltin,
   publishBuiltinTemplates,
 } from '../../engine/worker-templates/builtin-templates';
-import { SYSTEM_ACCOUNT_ID } from '../../engine/worker-templates/system-account';
-import {
-  loadWorkerTemplate,
-  templateSandboxLimits,
-} from '../../engine/worker-templates/worker-template-store';
+import { SYSTEM_ACCOUNT_ID } from '../../engine/identity/system-account';
+import { loadWorkerTemplate, templateSandboxLimits } from '../../engine/kinds/worker-template';
 import { runScript } from '../../plugins/sandbox/script-sandbox';
 import { createTestAccount, createTestApp, type TestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 import { testChromium } from '../support/chromium';

@@ -19,7 +19,7 @@ import {
 } from '../../calc/simulation';
 import { prepareStressTest, type StressTestRequest } from '../../calc/stress-test';
 import { dayNumber, formatDay } from '../../calc/market-data';
-import type { CalcSecurity } from '../../calc/portfolio-model';
+import type { CalcSecurity } from '../../calc/calculation-request';
 import { fixtureMarket } from './support/fixture-market';
 import { fxMarket } from './support/fx-market';
 

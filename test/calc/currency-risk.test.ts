@@ -4,7 +4,7 @@
  * its vol from the two drivers, triangulation through USD, fx_rate overrides, and the NLV rules.
  */
 import type { ReferenceSource } from '../../calc/instruments';
-import type { CalcSecurity } from '../../calc/portfolio-model';
+import type { CalcSecurity } from '../../calc/calculation-request';
 import { prepareRiskAttribution, runRiskAttribution } from '../../calc/risk-attribution';
 import { seedFromNumber } from '../../calc/random';
 import { LinePricer } from '../../calc/kernels/line-pricing';

@@ -9,7 +9,7 @@ import { psdRoot } from '../../calc/linear-algebra';
 import { seedFromNumber } from '../../calc/random';
 import { positionComponents, type Scenario, simulate, tailCount, varBand } from '../../calc/simulation';
 import { prepareStressTest, runStressTest, type StressTestRequest } from '../../calc/stress-test';
-import type { ProjectionValue } from '../../calc/portfolio-model';
+import type { ProjectionValue } from '../../calc/calculation-request';
 import { fixtureMarket } from './support/fixture-market';
 
 const { source, date, securities } = fixtureMarket();

@@ -8,7 +8,7 @@
 import { blackScholes, blackScholesDelta, impliedVolatility } from '../../calc/black-scholes';
 import { LinePricer } from '../../calc/kernels/line-pricing';
 import { dayNumber, formatDay } from '../../calc/market-data';
-import type { CalcSecurity } from '../../calc/portfolio-model';
+import type { CalcSecurity } from '../../calc/calculation-request';
 import { prepareRiskAttribution, runRiskAttribution } from '../../calc/risk-attribution';
 import { seedFromNumber } from '../../calc/random';
 import { PathGenerator, simulate } from '../../calc/simulation';

@@ -13,7 +13,7 @@ import { createBackend } from '../../calc/backends/choose';
 import { normalCdf } from '../../calc/black-scholes';
 import { QUANTILE_BINS, quantileTable, WasmKernel } from '../../calc/kernels/wasm-kernel';
 import { dayNumber, formatDay } from '../../calc/market-data';
-import type { CalcSecurity } from '../../calc/portfolio-model';
+import type { CalcSecurity } from '../../calc/calculation-request';
 import { inverseNormalCdf, seedFromNumber } from '../../calc/random';
 import { prepareRiskAttribution } from '../../calc/risk-attribution';
 import {

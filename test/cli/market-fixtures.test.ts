@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { dayNumber, positionFacts } from '../../calc';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { parseMarketCsv } from '../../engine/market-data/csv-import';
 import { loadMarket } from '../../engine/market-data/price-store';
 import { parseSecuritiesCsv } from '../../engine/market-data/securities-master';

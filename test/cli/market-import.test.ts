@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { createTestAccount } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 import { loadMarket } from '../../engine/market-data/price-store';

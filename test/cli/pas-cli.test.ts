@@ -2,8 +2,8 @@ import {
   authenticateAccessToken,
   authenticateApiKey,
   issueAccessToken,
-} from '../../engine/accounts/account-store';
-import type { Database } from '../../engine/db/database';
+} from '../../engine/identity/account-store';
+import type { Database } from '../../engine/platform/database';
 import { createTestDatabase } from '../support/test-database';
 import { pas } from '../support/pas-cli';
 

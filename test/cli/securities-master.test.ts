@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { parseSecuritiesCsv } from '../../engine/market-data/securities-master';
 import { createTestDatabase } from '../support/test-database';
 import { pas } from '../support/pas-cli';

@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createAccount } from '../../engine/accounts/account-store';
-import type { Database } from '../../engine/db/database';
+import { createAccount } from '../../engine/identity/account-store';
+import type { Database } from '../../engine/platform/database';
 import { runScript } from '../../plugins/sandbox/script-sandbox';
 import { createTestDatabase } from '../support/test-database';
 import { pas } from '../support/pas-cli';

@@ -1,4 +1,4 @@
-import { connectionOf, ListenConnection } from '../../engine/db/listen-connection';
+import { connectionOf, ListenConnection } from '../../engine/platform/listen-connection';
 import { createTestDatabase } from '../support/test-database';
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import knexFactory from 'knex';
-import { connectDatabase, migrateLatest } from '../../engine/db/database';
+import { connectDatabase, migrateLatest } from '../../engine/platform/database';
 
 describe('migrations', () => {
   test('two processes migrating at once: one applies, the other waits and finds nothing to do', async () => {

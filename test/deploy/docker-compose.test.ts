@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONFIG_VARIABLES, loadConfig } from '../../engine/config';
+import { CONFIG_VARIABLES, loadConfig } from '../../engine/platform/config';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
 import {
   argDefaults,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { newId } from '../../engine/ids';
+import { newId } from '../../engine/platform/ids';
 import {
   buildImage,
   ensureBaseImage,

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
-import { authenticateApiKey } from '../../engine/accounts/account-store';
-import type { Actor } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
-import { createEntity, deleteEntity, listEntities } from '../../engine/entities/entity-store';
-import { newId } from '../../engine/ids';
-import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
+import { authenticateApiKey } from '../../engine/identity/account-store';
+import type { Actor } from '../../engine/platform/principal';
+import type { Database } from '../../engine/platform/database';
+import { createEntity, deleteEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
+import { newId } from '../../engine/platform/ids';
+import { PORTFOLIO } from '../../engine/kinds/portfolio';
 import { createTestAccount } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 

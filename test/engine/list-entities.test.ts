@@ -1,15 +1,15 @@
-import { authenticateApiKey } from '../../engine/accounts/account-store';
-import type { Actor } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
+import { authenticateApiKey } from '../../engine/identity/account-store';
+import type { Actor } from '../../engine/platform/principal';
+import type { Database } from '../../engine/platform/database';
 import {
   commonView,
   createEntity,
   type EntityKind,
   type EntityRecord,
-  listEntities,
-} from '../../engine/entities/entity-store';
-import { InvalidInput } from '../../engine/errors';
-import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
+} from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
+import { InvalidInput } from '../../engine/platform/errors';
+import { PORTFOLIO } from '../../engine/kinds/portfolio';
 import { createTestAccount } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { InvalidInput } from '../../engine/errors';
+import { InvalidInput } from '../../engine/platform/errors';
 import {
   FILTER_OPERATORS,
   type ListOptions,
@@ -7,15 +7,15 @@ import {
   type ListRequest,
   parseListQuery,
   PROJECTION_MAX,
-} from '../../engine/lists/list-query';
+} from '../../engine/store/list-query';
 import {
   decodeKeysetToken,
   decodePageToken,
   encodeKeysetToken,
   encodePageToken,
   PAGE_SIZE_MAX,
-} from '../../engine/lists/page-token';
-import { parsePeriod } from '../../engine/lists/period';
+} from '../../engine/store/page-token';
+import { parsePeriod } from '../../engine/store/period';
 
 const ID = 'port_' + 'a'.repeat(25);
 const dated: ListOptions = { isId: (v) => /^port_[A-Za-z0-9]{25}$/.test(v), hasDate: true };

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { InvalidInput } from '../../engine/errors';
+import { InvalidInput } from '../../engine/platform/errors';
 import { renderBarChart } from '../../engine/reports/report-rendering/bar-chart';
 import {
   MAX_DRAWN_POINTS,

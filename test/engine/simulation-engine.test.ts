@@ -3,7 +3,7 @@ import {
   startSimulationEngine,
   type SimulationEngine,
 } from '../../engine/calculations/simulation-engine';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { createTestDatabase } from '../support/test-database';
 
 /** §5: one installation computes with one backend, whichever process (API, worker) starts first. */

@@ -1,7 +1,8 @@
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ESLint } from 'eslint';
 
-/** The boundary table of architecture.md is enforced by lint; these cases prove the rule bites. */
+/** The boundary table of docs/architecture.md is enforced by lint; these cases prove the rule bites. */
 describe('import boundaries', () => {
   const eslint = new ESLint({ cwd: path.resolve(__dirname, '../..') });
 
@@ -25,6 +26,24 @@ describe('import boundaries', () => {
       'workers/workflows/bad-workflow.ts',
       "import { randomUUID } from 'crypto';\nexport const x = randomUUID;\n",
     ],
+    // Inside engine/, a room imports only the rooms before it in the layer order.
+    [
+      'engine/platform/thing.ts',
+      "import { recordAudit } from '../store/audit-trail';\nexport const x = recordAudit;\n",
+    ],
+    [
+      'engine/store/thing.ts',
+      "import type { Principal } from '../identity/account-store';\nexport type X = Principal;\n",
+    ],
+    [
+      'engine/kinds/thing.ts',
+      "import { checkWidgets } from '../reports/report-store';\nexport const x = checkWidgets;\n",
+    ],
+    [
+      'engine/workflows/thing.ts',
+      "import { Supervisor } from '../runtime/supervisor';\nexport const x = Supervisor;\n",
+    ],
+    ['engine/store/thing.ts', "import { buildApp } from '../../api/app';\nexport const x = buildApp;\n"],
   ])('%s: a forbidden import is reported', async (file, code) => {
     expect((await violations(file, code)).length).toBeGreaterThan(0);
   });
@@ -43,7 +62,30 @@ describe('import boundaries', () => {
       'workers/workflows/ok-workflow.ts',
       "import type { InterpreterInput } from '../../engine/workflows/run-input';\nexport type X = InterpreterInput;\n",
     ],
+    [
+      'engine/identity/thing.ts',
+      "import { recordAudit } from '../store/audit-trail';\nexport const x = recordAudit;\n",
+    ],
+    [
+      'engine/workflows/thing.ts',
+      "import { INTEGRATION } from '../kinds/integration';\nexport const x = INTEGRATION;\n",
+    ],
+    [
+      'engine/runtime/thing.ts',
+      "import { runWorkflow } from '../workflows/run-workflow';\nexport const x = runWorkflow;\n",
+    ],
   ])('%s: an allowed import passes', async (file, code) => {
     expect(await violations(file, code)).toEqual([]);
+  });
+
+  // A room missing from the layer table would escape the rule: each one but the last must refuse
+  // an import of the runtime (the top room).
+  test.each(
+    readdirSync(path.resolve(__dirname, '../../engine'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && entry.name !== 'runtime')
+      .map((entry) => entry.name),
+  )('engine/%s/ is in the layer order', async (room) => {
+    const code = "import { Supervisor } from '../runtime/supervisor';\nexport const x = Supervisor;\n";
+    expect(await violations(`engine/${room}/thing.ts`, code)).toHaveLength(1);
   });
 });

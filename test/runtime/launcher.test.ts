@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { newId } from '../../engine/ids';
+import { newId } from '../../engine/platform/ids';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -217,7 +217,7 @@ describe('launcher', () => {
     delete cliEnv.DATABASE_URL;
     const created = spawnSync(
       process.execPath,
-      [path.join(ROOT, 'engine/cli/pas.mjs'), 'keys', 'create', '--json'],
+      [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), 'keys', 'create', '--json'],
       { env: cliEnv, encoding: 'utf8', timeout: 60_000 },
     );
     expect(created.status).toBe(0);

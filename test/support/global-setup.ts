@@ -93,7 +93,7 @@ export default async function globalSetup(): Promise<void> {
           port: temporalPort!,
           uiPort: temporalUiPort!,
           namespace: 'default',
-          // The attributes every run carries (architecture.md: findable in the Temporal UI).
+          // The attributes every run carries (docs/architecture.md: findable in the Temporal UI).
           searchAttributes: { ...SEARCH_ATTRIBUTES },
         }),
   ]);

@@ -1,12 +1,15 @@
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
-import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/accounts/account-store';
-import type { Config } from '../../engine/config';
+import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/identity/account-store';
+import type { Config } from '../../engine/platform/config';
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
-import type { Database } from '../../engine/db/database';
-import { temporalHealthProbe } from '../../engine/health/dependency-health';
-import { lazyTemporalConnection, temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import type { Database } from '../../engine/platform/database';
+import { temporalHealthProbe } from '../../engine/platform/dependency-health';
+import {
+  lazyTemporalConnection,
+  temporalWorkflowRunner,
+} from '../../engine/workflows/temporal-workflow-runner';
 
 export function temporalAddress(): string {
   const address = process.env.TEST_TEMPORAL_ADDRESS;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import knexFactory from 'knex';
-import { connectDatabase, type Database, migrateLatest } from '../../engine/db/database';
+import { connectDatabase, type Database, migrateLatest } from '../../engine/platform/database';
 
 function adminUrl(): string {
   const url = process.env.TEST_DATABASE_ADMIN_URL;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import type { Database } from '../../engine/db/database';
+import type { Database } from '../../engine/platform/database';
 import { createTestAccount, createTestApp, type TestAccount, type TestApp } from './test-app';
 import { createTestDatabase } from './test-database';
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import type { Database } from '../../engine/db/database';
-import { newId } from '../../engine/ids';
+import type { Database } from '../../engine/platform/database';
+import { newId } from '../../engine/platform/ids';
 import {
   createTestAccount,
   createTestApp,

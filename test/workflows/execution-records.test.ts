@@ -1,6 +1,6 @@
-import { createAccount } from '../../engine/accounts/account-store';
-import type { Database } from '../../engine/db/database';
-import { newId } from '../../engine/ids';
+import { createAccount } from '../../engine/identity/account-store';
+import type { Database } from '../../engine/platform/database';
+import { newId } from '../../engine/platform/ids';
 import {
   beginWorkerExecution,
   endWorkerExecution,

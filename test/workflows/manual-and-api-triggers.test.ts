@@ -1,4 +1,4 @@
-import { createOAuthClient } from '../../engine/accounts/account-store';
+import { createOAuthClient } from '../../engine/identity/account-store';
 import type { TestAccount } from '../support/test-app';
 import { startHarness, type WorkflowHarness, workerId } from './workflow-harness';
 

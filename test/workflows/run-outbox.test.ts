@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { newId } from '../../engine/ids';
+import { newId } from '../../engine/platform/ids';
 import { endWorkflowExecution } from '../../engine/workflows/execution-records';
 import {
   findTemporalCli,
@@ -15,7 +15,7 @@ import {
   startRunDispatcher,
 } from '../../engine/workflows/run-dispatcher';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
-import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import { createTemporalWorker } from '../../workers/temporal-worker';
 import { freePorts, PROJECT_ROOT } from '../support/global-setup';
 import {

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import type { Actor } from '../../engine/audit/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
 import { beginWorkerExecution, insertWorkflowExecution } from '../../engine/workflows/execution-records';
-import { newId } from '../../engine/ids';
+import { newId } from '../../engine/platform/ids';
 import { runScript, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
 import { type BridgeScope, createSdkBridge, READ_FILE_MAX_BYTES } from '../../workers/activities/sdk-bridge';
 import { SdkJournal } from '../../workers/activities/sdk-journal';

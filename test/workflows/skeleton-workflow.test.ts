@@ -1,6 +1,6 @@
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import type { Database } from '../../engine/db/database';
-import { newId } from '../../engine/ids';
+import type { Database } from '../../engine/platform/database';
+import { newId } from '../../engine/platform/ids';
 import { createTemporalWorker } from '../../workers/temporal-worker';
 import {
   createTestAccount,

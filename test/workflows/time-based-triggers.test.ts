@@ -1,6 +1,6 @@
 import { ScheduleNotFoundError, type ScheduleDescription } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import {
   reconcileSchedules,
   type ScheduledLaunchOutcome,

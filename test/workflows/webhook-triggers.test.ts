@@ -2,9 +2,9 @@ import { gzipSync } from 'node:zlib';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
-import { webhookDate } from '../../engine/integrations/webhook-receiver';
-import { newId } from '../../engine/ids';
-import { temporalWorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { webhookDate } from '../../engine/workflows/webhook-receiver';
+import { newId } from '../../engine/platform/ids';
+import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import { createTestAccount, temporalAddress, type TestAccount } from '../support/test-app';
 import { type Execution, startHarness, type WorkflowHarness, workerId } from './workflow-harness';
 

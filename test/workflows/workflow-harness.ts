@@ -1,8 +1,8 @@
 import type { temporal } from '@temporalio/proto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { LightMyRequestResponse } from 'fastify';
-import type { Database } from '../../engine/db/database';
-import { newId } from '../../engine/ids';
+import type { Database } from '../../engine/platform/database';
+import { newId } from '../../engine/platform/ids';
 import type { SandboxLimits } from '../../plugins/sandbox/script-sandbox';
 import { createTemporalWorker } from '../../workers/temporal-worker';
 import {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import knexFactory from 'knex';
-import { createAccount } from '../../engine/accounts/account-store';
-import { connectDatabase, migrateLatest } from '../../engine/db/database';
-import { migrationSource } from '../../engine/db/migrations-source';
-import { newId } from '../../engine/ids';
+import { createAccount } from '../../engine/identity/account-store';
+import { connectDatabase, migrateLatest } from '../../engine/platform/database';
+import { migrationSource } from '../../engine/platform/migrations-source';
+import { newId } from '../../engine/platform/ids';
 import { parseDefinition } from '../../engine/workflows/workflow-definition';
 import { findWorkflow, workflowView } from '../../engine/workflows/workflow-store';
 

@@ -1,31 +1,25 @@
 import type { SimulationBackend } from '../../calc';
-import type { Actor } from '../../engine/audit/audit-trail';
+import type { Actor } from '../../engine/platform/principal';
 import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
-import { CUSTOM_INDEX } from '../../engine/custom-indexes/custom-index-store';
-import type { Database } from '../../engine/db/database';
-import { DATASTORE } from '../../engine/datastores/datastore-store';
+import type { Database } from '../../engine/platform/database';
+import { RESOURCE_KINDS, SDK_KINDS } from '../../engine/kinds';
 import {
   createResource,
   deleteResource,
   type ResourceKind,
   updateResource,
-} from '../../engine/entities/resource-kind';
-import {
-  type EntityKind,
-  type EntityRecord,
-  listEntities,
-  viewEntity,
-} from '../../engine/entities/entity-store';
-import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/errors';
+} from '../../engine/store/resource-kind';
+import { type EntityKind, type EntityRecord, viewEntity } from '../../engine/store/entity-store';
+import { listEntities } from '../../engine/store/list-entities';
+import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
-import { PORTFOLIO } from '../../engine/portfolios/portfolio-store';
-import { PRIVATE_SECURITY } from '../../engine/private-securities/private-security-store';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
+import { isPlainObject } from '../../engine/platform/plain-object';
 
 /**
  * The SDK a worker script reaches as `sdk.<name>(...)`. Every call acts in the run's account and
@@ -45,10 +39,6 @@ export interface BridgeScope {
 
 /** One host function: the scope first, then the script's JSON arguments. */
 export type SdkFunction = (scope: BridgeScope, ...args: unknown[]) => Promise<unknown>;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 function idArgument(value: unknown, name: string): string {
   if (typeof value !== 'string' || value === '') throw new InvalidInput(`${name} must be a string.`);
@@ -176,7 +166,7 @@ function calculationBody(scope: BridgeScope, body: unknown): Record<string, unkn
   return { ...body, workspace: scope.workspace };
 }
 
-/** A kind declared once (engine/entities/resource-kind.ts) needs no code of its own here. */
+/** A kind declared once (engine/kinds/, listed in SDK_KINDS) needs no code of its own here. */
 function declared(singular: string, plural: string, kind: ResourceKind): Resource {
   const scoped = (s: BridgeScope, fields: Record<string, unknown>) =>
     kind.scope === 'workspace' ? inWorkspace(s, fields) : fields;
@@ -191,8 +181,7 @@ function declared(singular: string, plural: string, kind: ResourceKind): Resourc
 }
 
 const RESOURCES: Resource[] = [
-  declared('Portfolio', 'Portfolios', PORTFOLIO),
-  declared('Datastore', 'Datastores', DATASTORE),
+  ...SDK_KINDS.map(({ kind, singular, plural }) => declared(singular, plural, RESOURCE_KINDS[kind])),
   {
     singular: 'Report',
     plural: 'Reports',
@@ -210,8 +199,6 @@ const RESOURCES: Resource[] = [
     update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, fields)),
     remove: (s, id) => deleteFile(s.db, s.actor, id, s.workspace),
   },
-  declared('CustomIndex', 'CustomIndexes', CUSTOM_INDEX),
-  declared('PrivateSecurity', 'PrivateSecurities', PRIVATE_SECURITY),
 ];
 
 function resourceFunctions(resource: Resource): Record<string, SdkFunction> {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Database } from '../../engine/db/database';
-import { DomainError } from '../../engine/errors';
+import type { Database } from '../../engine/platform/database';
+import { DomainError } from '../../engine/platform/errors';
 import type { LogLine } from '../../plugins/sandbox/script-sandbox';
 
 /**

@@ -1,9 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { Principal } from '../../engine/accounts/account-store';
-import type { Actor } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
-import { DomainError, NotFound } from '../../engine/errors';
-import { runWorkflow, type WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import type { Principal } from '../../engine/platform/principal';
+import type { Actor } from '../../engine/platform/principal';
+import type { Database } from '../../engine/platform/database';
+import { DomainError, NotFound } from '../../engine/platform/errors';
+import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { runWorkflow } from '../../engine/workflows/run-workflow';
 import {
   type ScheduledLaunchInput,
   type ScheduledLaunchOutcome,

@@ -6,10 +6,10 @@ import {
 } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { SimulationBackend } from '../../calc';
-import type { Actor } from '../../engine/audit/audit-trail';
-import type { Database } from '../../engine/db/database';
-import { findEntity } from '../../engine/entities/entity-store';
-import { NotFound } from '../../engine/errors';
+import type { Actor } from '../../engine/platform/principal';
+import type { Database } from '../../engine/platform/database';
+import { findEntity } from '../../engine/store/entity-store';
+import { NotFound } from '../../engine/platform/errors';
 import {
   beginWorkerExecution,
   endWorkerExecution,
@@ -32,9 +32,9 @@ import {
   templateSandboxLimits,
   type TemplateSandboxLimits,
   WORKER_TEMPLATE,
-} from '../../engine/worker-templates/worker-template-store';
+} from '../../engine/kinds/worker-template';
 import { runScript, type SandboxLimits, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
-import { transpileTypeScript } from '../../engine/worker-templates/script-transpiler';
+import { transpileTypeScript } from '../../engine/kinds/script-transpiler';
 import { createSdkBridge } from './sdk-bridge';
 import { dropJournal, SdkJournal } from './sdk-journal';
 

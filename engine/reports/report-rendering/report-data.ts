@@ -2,13 +2,10 @@ import { formatNumber } from './number-format';
 import { markup, type SafeHtml } from './safe-html';
 import { renderTable } from './table';
 import type { Cell, TableColumn } from './widget-format';
+import { isPlainObject } from '../../platform/plain-object';
 
 /** The JSON fallback is cut here: a page is no place for megabytes of raw data. */
 export const MAX_JSON_CHARS = 100_000;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Scalars stay as they are; a nested value is shown as compact JSON in its cell. */
 function toCell(value: unknown): Cell {

@@ -1,5 +1,6 @@
-import { InvalidInput } from '../../errors';
+import { InvalidInput } from '../../platform/errors';
 import { type NumberStyle, VALUE_FORMATS, type ValueFormat } from './number-format';
+import { isPlainObject } from '../../platform/plain-object';
 
 /**
  * The widget format the report page draws. Every widget has `id` and `name`; `type` picks the
@@ -50,10 +51,6 @@ const MAX_CAPTION = 500;
 const MAX_TEXT = 20_000;
 
 type Raw = Record<string, unknown>;
-
-function isPlainObject(value: unknown): value is Raw {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function optionalString(value: unknown, where: string, max: number): string | null {
   if (value === undefined || value === null) return null;

@@ -1,5 +1,5 @@
 import { formatDay } from '../../../calc/market-data';
-import type { CalcSecurity } from '../../../calc/portfolio-model';
+import type { CalcSecurity } from '../../../calc/calculation-request';
 import { syntheticMarket } from './synthetic-market';
 
 /**

@@ -1,0 +1,102 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { recordAudit } from '../store/audit-trail';
+import type { Actor } from '../platform/principal';
+import type { Database } from '../platform/database';
+import { insertWorkflowExecution, type Trigger, type WorkflowExecutionRow } from './execution-records';
+import { localStepsOf } from './local-steps';
+import { dispatchRun, enqueueRun } from './run-dispatcher';
+import type { InterpreterInput } from './run-input';
+import { parseDefinition } from './workflow-definition';
+import type { WorkflowRunner } from './workflow-runner';
+import { findWorkflow } from './workflow-store';
+
+/** How long a run request waits for its own start before answering 202 (a start takes ~10 ms). */
+const INLINE_DISPATCH_WAIT_MS = 300;
+/**
+ * Records a RUNNING execution, its EXECUTE audit entry and its start request (the run outbox) in one
+ * transaction, then tries to hand the run to Temporal at once; when Temporal is unreachable the run
+ * is accepted all the same and a dispatcher (run-dispatcher.ts) starts it as soon as Temporal
+ * answers. Every trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`,
+ * with an actor of source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION,
+ * `parameters` {body, date}). `parameters` overlay the STARTER's script inputs.
+ *
+ * A caller that retries (a scheduled launch, as a Temporal activity) passes its own `executionId`:
+ * when that execution is already recorded, nothing is recorded again; its start request, if still
+ * waiting, is dispatched, so a retry makes one run.
+ */
+export async function runWorkflow(
+  db: Database,
+  runner: WorkflowRunner,
+  actor: Actor,
+  input: {
+    workflowId: string;
+    workspace?: unknown;
+    trigger: Trigger;
+    parameters: Record<string, unknown>;
+    executionId?: string;
+  },
+): Promise<WorkflowExecutionRow> {
+  const workflow = await findWorkflow(db, actor.principal.accountId, input.workflowId, input.workspace);
+  // Stored definitions were checked when saved; this re-derives the plan (and refuses a definition
+  // written by an older version that the current rules no longer accept).
+  const { workers, plan } = parseDefinition(workflow.workers);
+  const localSteps = await localStepsOf(db, workflow.accountId, workers);
+  const interpreterInput = (executionId: string): InterpreterInput => ({
+    executionId,
+    accountId: workflow.accountId,
+    workflowId: workflow.id,
+    workflowName: workflow.name,
+    workspace: workflow.workspace,
+    trigger: input.trigger,
+    workers,
+    plan,
+    localSteps,
+  });
+  if (input.executionId) {
+    const existing = (await db('workflow_executions')
+      .where({ id: input.executionId, account_id: workflow.accountId })
+      .first()) as WorkflowExecutionRow | undefined;
+    if (existing) {
+      await dispatchRun(db, runner, existing.id);
+      return existing;
+    }
+  }
+  const execution = await db.transaction(async (trx) => {
+    const row = await insertWorkflowExecution(trx, {
+      executionId: input.executionId,
+      accountId: workflow.accountId,
+      workflowId: workflow.id,
+      workflowName: workflow.name,
+      workspace: workflow.workspace,
+      trigger: input.trigger,
+      startedWorkerId: plan.starterId,
+      enderWorkerId: plan.enderId,
+      parameters: input.parameters,
+      userId: actor.principal.userId,
+      credentialId: actor.principal.credentialId,
+      credentialType: actor.principal.credentialType,
+      definition: { workers, plan },
+    });
+    await recordAudit(trx, actor, {
+      operation: 'EXECUTE',
+      activity: `Started workflow execution of ${workflow.name}`,
+      entityId: row.id,
+      entityType: 'WorkflowExecution',
+      entityName: workflow.name,
+      workspace: workflow.workspace,
+    });
+    await enqueueRun(trx, interpreterInput(row.id));
+    return row;
+  });
+  await dispatchSoon(db, runner, execution.id);
+  return execution;
+}
+
+/**
+ * Dispatches a run whose start request was just committed to the outbox, waiting a moment at most:
+ * what is not started by then finishes (or is retried) behind the reply, so a slow or absent
+ * Temporal never holds the request, and the accepted run is started once it answers.
+ */
+export async function dispatchSoon(db: Database, runner: WorkflowRunner, executionId: string): Promise<void> {
+  await Promise.race([dispatchRun(db, runner, executionId), delay(INLINE_DISPATCH_WAIT_MS)]);
+}

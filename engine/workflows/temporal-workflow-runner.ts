@@ -1,0 +1,111 @@
+import { type Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  defaultPayloadConverter,
+  defineSearchAttributeKey,
+  SearchAttributeType,
+  TypedSearchAttributes,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdReusePolicy,
+} from '@temporalio/common';
+import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
+import type { WorkflowRunner } from './workflow-runner';
+import { temporalWorkflowSchedules } from './workflow-schedules';
+
+/** gRPC status code 5: the service has no such entity. */
+const GRPC_NOT_FOUND = 5;
+
+const keyword = (name: string) => defineSearchAttributeKey(name, SearchAttributeType.KEYWORD);
+const KEYS = {
+  workflowId: keyword('PasWorkflowId'),
+  executionId: keyword('PasExecutionId'),
+  workspace: keyword('PasWorkspace'),
+  trigger: keyword('PasTrigger'),
+  runStatus: keyword('PasRunStatus'),
+  account: keyword('PasAccount'),
+};
+
+/**
+ * A client connection that needs no Temporal to exist yet (the API starts, and accepts runs, while it
+ * is down) and notices its return within about two seconds: gRPC's reconnect backoff otherwise grows
+ * to two minutes during a long outage.
+ */
+export function lazyTemporalConnection(address: string): Connection {
+  return Connection.lazy({
+    address,
+    channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2_000 },
+  });
+}
+
+/** A start that gets no answer within this is retried by the dispatcher (the gRPC default is ~19 s). */
+const START_DEADLINE_MS = 5_000;
+/** After a start Temporal did not answer, the next ones fail at once for this long (the outbox waits). */
+const UNREACHABLE_COOL_DOWN_MS = 1_000;
+
+class TemporalUnreachable extends Error {
+  constructor() {
+    super('Temporal did not answer a moment ago; the start waits in the outbox.');
+    this.name = 'TemporalUnreachable';
+  }
+}
+
+export function temporalWorkflowRunner(client: Client, taskQueue: string): WorkflowRunner {
+  // While Temporal is down, a run request should not spend a deadline finding out again: its run is
+  // already in the outbox, and the dispatcher keeps trying.
+  let unreachableUntil = 0;
+  return {
+    schedules: temporalWorkflowSchedules(client, taskQueue),
+    async startedDefinition(executionId) {
+      let history;
+      try {
+        history = await client.workflow.getHandle(executionId).fetchHistory();
+      } catch (error) {
+        // fetchHistory hands on the gRPC error as it came: NOT_FOUND is a run Temporal does not have.
+        if (error instanceof WorkflowNotFoundError) return null;
+        if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) return null;
+        throw error;
+      }
+      const payload =
+        history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0] ?? null;
+      if (payload === null) return null;
+      const input = defaultPayloadConverter.fromPayload<Partial<InterpreterInput>>(payload);
+      return Array.isArray(input.workers) && input.plan ? { workers: input.workers, plan: input.plan } : null;
+    },
+    async start(input) {
+      if (Date.now() < unreachableUntil) throw new TemporalUnreachable();
+      const start = () =>
+        client.workflow.start(INTERPRETER_WORKFLOW, {
+          taskQueue,
+          // The execution id is the Temporal workflow id: one name in the API and the Temporal UI.
+          workflowId: input.executionId,
+          // An id runs once: a second dispatch of the same run (the outbox row outlived its start)
+          // never starts it again, even once it has finished.
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args: [input],
+          typedSearchAttributes: new TypedSearchAttributes([
+            { key: KEYS.workflowId, value: input.workflowId },
+            { key: KEYS.executionId, value: input.executionId },
+            { key: KEYS.workspace, value: input.workspace },
+            { key: KEYS.trigger, value: input.trigger },
+            { key: KEYS.runStatus, value: 'RUNNING' },
+            { key: KEYS.account, value: input.accountId },
+          ]),
+          memo: {
+            workflow_id: input.workflowId,
+            workflow_name: input.workflowName,
+            workspace: input.workspace,
+            trigger: input.trigger,
+            ...(input.retryOf ? { retry_of: input.retryOf } : {}),
+          },
+        });
+      try {
+        await client.withDeadline(Date.now() + START_DEADLINE_MS, start);
+        unreachableUntil = 0;
+      } catch (error) {
+        // Execution ids are never reused, so a run already there under this id is this run.
+        if (error instanceof WorkflowExecutionAlreadyStartedError) return;
+        unreachableUntil = Date.now() + UNREACHABLE_COOL_DOWN_MS;
+        throw error;
+      }
+    },
+  };
+}
