@@ -12,6 +12,7 @@ import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import authentication from './http/authentication';
 import databaseBreaker from './http/database-breaker';
 import errorHandler from './http/error-handler';
+import gracefulDrain from './http/graceful-drain';
 import loadShedding from './http/load-shedding';
 import methodNotAllowed from './http/method-not-allowed';
 import openapi from './http/openapi';
@@ -137,6 +138,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(requestTiming);
   await app.register(methodNotAllowed);
   await app.register(errorHandler, { db: deps.db, maxPayloadBytes: deps.config.maxPayloadBytes });
+  // First of the request hooks: a stopping replica hands requests back to the balancer unprocessed.
+  await app.register(gracefulDrain);
   // Before authentication: an overloaded API, like an open breaker, answers 503 without touching
   // the database.
   await app.register(loadShedding, {

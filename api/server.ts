@@ -69,7 +69,10 @@ async function main(): Promise<void> {
     closing = true;
     app.log.info({ signal }, 'api: shutting down');
     await housekeeping.stop();
-    await app.close(); // stops accepting, lets in-flight requests finish
+    // Leave the load balancer first (api/http/graceful-drain.ts), then stop accepting and let
+    // in-flight requests finish.
+    await app.drain();
+    await app.close();
     await dispatcher.stop();
     await connection.close();
     await simulation.backend.close();

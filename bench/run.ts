@@ -1,4 +1,5 @@
 import { runCalcBench } from './calc.bench';
+import { runClusterBench } from './cluster.bench';
 import { runFileUploadBench } from './file-upload.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
 import { runWorkflowBench } from './workflow.bench';
@@ -9,6 +10,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   'file-upload': () => runFileUploadBench(),
   calc: (argv) => runCalcBench(argv),
   workflow: (argv) => runWorkflowBench(argv),
+  cluster: (argv) => runClusterBench(argv),
 };
 
 /**

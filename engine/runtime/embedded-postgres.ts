@@ -93,7 +93,7 @@ function isAlive(pid: number): boolean {
     return true;
   } catch (error) {
     // EPERM: it exists but belongs to someone else.
-    return error instanceof Error && 'code' in error && error.code === 'EPERM';
+    return errorCode(error) === 'EPERM';
   }
 }
 
@@ -189,8 +189,9 @@ function connectionUrl(port: number, database: string, password: string): string
   return `postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`;
 }
 
+/** Not `instanceof Error`: errors made in another realm (Node's fs under jest's vm) fail that test. */
 function errorCode(error: unknown): unknown {
-  return error instanceof Error && 'code' in error ? error.code : undefined;
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
 }
 
 /**
