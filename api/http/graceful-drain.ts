@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { ServiceUnavailable } from '../../engine/errors';
+import { ServiceUnavailable } from '../../engine/platform/errors';
 
 declare module 'fastify' {
   interface FastifyInstance {
