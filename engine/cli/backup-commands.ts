@@ -7,6 +7,7 @@ import { restoreBackup, type RestoreProgress, RestoreRefused, verifyBackup } fro
 import { loadConfig, type Config } from '../config';
 import { connectDatabase } from '../db/database';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres';
+import { INTERPRETER_WORKFLOW } from '../workflows/run-input';
 import { reconcileSchedules, temporalWorkflowSchedules } from '../workflows/workflow-schedules';
 import { openCliDatabaseUrl, portOpen } from './cli-database';
 
@@ -132,9 +133,8 @@ async function openRestoreTarget(
 }
 
 /**
- * With a Temporal cluster configured, the restore brings it in line at once: the interrupted runs'
- * workflows, if it still has them, are terminated, and the schedules are made to match the
- * restored workflows. The embedded dev server of a restored DATA_DIR starts empty, and the API and
+ * With a Temporal cluster configured, the restore brings it in line at once: run workflows still
+ * open there are terminated, and the schedules are made to match the restored workflows. The embedded dev server of a restored DATA_DIR starts empty, and the API and
  * worker recreate every schedule when `npm start` brings them up (the same reconciliation).
  */
 async function alignTemporal(config: Config, databaseUrl: string, settledRuns: string[]): Promise<void> {
@@ -146,10 +146,21 @@ async function alignTemporal(config: Config, databaseUrl: string, settledRuns: s
   const client = new Client({ connection, namespace: config.temporalNamespace });
   const db = connectDatabase(databaseUrl, 2);
   try {
+    // No run of the restored database is RUNNING any more: an interpreter still open on this task
+    // queue belongs to a run that was in flight at the snapshot or started after it, and has nothing
+    // left to record into. The settled ids are added in case the listing lags behind.
+    const open = new Set(settledRuns);
+    for await (const run of client.workflow.list({
+      query:
+        `WorkflowType = '${INTERPRETER_WORKFLOW}' AND ExecutionStatus = 'Running' AND ` +
+        `TaskQueue = '${config.temporalTaskQueue}'`,
+    })) {
+      open.add(run.workflowId);
+    }
     let terminated = 0;
-    for (const id of settledRuns) {
+    for (const id of open) {
       try {
-        await client.workflow.getHandle(id).terminate('Interrupted by a restore of the service database');
+        await client.workflow.getHandle(id).terminate('The service database was restored from a backup');
         terminated += 1;
       } catch (error) {
         if (!(error instanceof WorkflowNotFoundError)) throw error;
@@ -157,7 +168,7 @@ async function alignTemporal(config: Config, databaseUrl: string, settledRuns: s
     }
     const report = await reconcileSchedules(db, temporalWorkflowSchedules(client, config.temporalTaskQueue));
     say(
-      `Temporal (${config.temporalAddress}): ${terminated} interrupted run(s) terminated; schedules ` +
+      `Temporal (${config.temporalAddress}): ${terminated} open run workflow(s) terminated; schedules ` +
         `${report.synced} created or updated, ${report.unchanged} unchanged, ${report.removed} removed` +
         (report.failed.length ? `, ${report.failed.length} failed (${report.failed[0]!.message})` : '') +
         '.',
