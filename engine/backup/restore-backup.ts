@@ -142,44 +142,68 @@ async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
+/** Where `--force` keeps what it replaces until the restore has succeeded. */
+const REPLACED_SCHEMA = 'pas_replaced_by_restore';
+
 /** What the database already holds outside PostgreSQL's own schemas (first few names). */
 async function userObjects(client: pg.Client): Promise<string[]> {
   const { rows } = await client.query<{ name: string }>(
     `select n.nspname || '.' || c.relname as name
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'
+      where n.nspname not in ('pg_catalog', 'information_schema', $1) and n.nspname not like 'pg_toast%'
         and n.nspname not like 'pg_temp%' and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')
       order by 1 limit 5`,
+    [REPLACED_SCHEMA],
   );
   return rows.map((row) => row.name);
 }
 
-/**
- * An empty target, or one made empty when the operator said so (`force`): the service keeps
- * everything in the `public` schema, which is dropped and created again.
- */
-async function prepareEmptyDatabase(url: string, force: boolean): Promise<void> {
-  await ensureDatabase(url);
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    let found = await userObjects(client);
-    if (found.length > 0 && force) {
-      await client.query('drop schema if exists public cascade');
-      await client.query('create schema public');
-      found = await userObjects(client);
-    }
-    if (found.length > 0) {
-      throw new RestoreRefused(
-        `The target database is not empty (it holds ${found.join(', ')}${found.length === 5 ? ', …' : ''}); ` +
-          (force
-            ? 'those are outside the public schema, which is all --force clears.'
-            : 'restore into an empty database, or pass --force to replace what it holds.'),
-      );
-    }
+    return await work(client);
   } finally {
     await client.end();
   }
+}
+
+/**
+ * An empty target, or one made empty when the operator said so (`force`). The service keeps
+ * everything in the `public` schema; `force` renames it aside (kept until the restore has
+ * succeeded, put back if it fails) and starts a new one. Answers whether it did.
+ */
+async function prepareEmptyDatabase(url: string, force: boolean): Promise<boolean> {
+  await ensureDatabase(url);
+  return withClient(url, async (client) => {
+    let found = await userObjects(client);
+    let replaced = false;
+    if (found.length > 0 && force) {
+      await client.query(`drop schema if exists ${REPLACED_SCHEMA} cascade`);
+      await client.query(`alter schema public rename to ${REPLACED_SCHEMA}`);
+      await client.query('create schema public');
+      replaced = true;
+      found = await userObjects(client);
+    }
+    if (found.length > 0) {
+      if (replaced) await putBack(url);
+      throw new RestoreRefused(
+        `The target database is not empty (it holds ${found.join(', ')}${found.length === 5 ? ', …' : ''}); ` +
+          (force
+            ? 'those are outside the public schema, which is all --force replaces.'
+            : 'restore into an empty database, or pass --force to replace what it holds.'),
+      );
+    }
+    return replaced;
+  });
+}
+
+/** After a failed restore with `force`: the schema it replaced comes back as it was. */
+function putBack(url: string): Promise<void> {
+  return withClient(url, async (client) => {
+    await client.query('drop schema if exists public cascade');
+    await client.query(`alter schema ${REPLACED_SCHEMA} rename to public`);
+  });
 }
 
 /**
@@ -293,7 +317,8 @@ export interface RestoreResult {
 /**
  * Restores a verified backup into the (empty, or emptied with `force`) database at `databaseUrl`:
  * pg_restore in one transaction, a check of the row counts against the manifest, the migrations
- * this version adds, then the runs that were in flight at the snapshot are settled.
+ * this version adds, then the runs that were in flight at the snapshot are settled. With `force`,
+ * what the database held is dropped only once all of that has succeeded.
  */
 export async function restoreBackup(options: {
   verified: VerifiedBackup;
@@ -302,7 +327,25 @@ export async function restoreBackup(options: {
   onProgress?: (progress: RestoreProgress) => void;
 }): Promise<RestoreResult> {
   const started = Date.now();
-  await prepareEmptyDatabase(options.databaseUrl, options.force);
+  const replaced = await prepareEmptyDatabase(options.databaseUrl, options.force);
+  let result: RestoreResult;
+  try {
+    result = await restoreInto(options);
+  } catch (error) {
+    if (replaced) await putBack(options.databaseUrl);
+    throw error;
+  }
+  if (replaced) {
+    await withClient(options.databaseUrl, (client) => client.query(`drop schema ${REPLACED_SCHEMA} cascade`));
+  }
+  return { ...result, seconds: (Date.now() - started) / 1000 };
+}
+
+async function restoreInto(options: {
+  verified: VerifiedBackup;
+  databaseUrl: string;
+  onProgress?: (progress: RestoreProgress) => void;
+}): Promise<RestoreResult> {
   await runPgRestore(options.verified, options.databaseUrl, options.onProgress);
 
   const expected = options.verified.manifest.database.row_counts;
@@ -321,7 +364,7 @@ export async function restoreBackup(options: {
   try {
     const migrationsApplied = await migrateLatest(db);
     const settledRuns = await settleInterruptedRuns(db, options.verified.manifest.snapshot_at);
-    return { migrationsApplied, settledRuns, seconds: (Date.now() - started) / 1000 };
+    return { migrationsApplied, settledRuns, seconds: 0 };
   } finally {
     await db.destroy();
   }

@@ -1,4 +1,5 @@
-import { readdir, rename } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import type { Command } from 'commander';
@@ -95,7 +96,7 @@ async function dataDirEntries(dataDir: string): Promise<string[]> {
 async function openRestoreTarget(
   config: Config,
   force: boolean,
-): Promise<{ url: string; where: string; close(): Promise<void> }> {
+): Promise<{ url: string; where: string; close(): Promise<void>; discard(): Promise<void> }> {
   if (config.databaseUrl) {
     const shown = new URL(config.databaseUrl);
     shown.password = '';
@@ -103,6 +104,7 @@ async function openRestoreTarget(
       url: config.databaseUrl,
       where: `the database ${shown.toString()}`,
       close: () => Promise.resolve(),
+      discard: () => Promise.resolve(),
     };
   }
   const dataDir = config.dataDir;
@@ -124,12 +126,25 @@ async function openRestoreTarget(
     await rename(path.join(dataDir, entry), path.join(dataDir, aside));
     say(`Moved ${entry} aside to ${aside} (the Temporal dev server starts afresh).`);
   }
-  const postgres = await startEmbeddedPostgres({
-    dataDir,
-    port: config.embeddedPostgresPort,
-    database: 'pas',
-  });
-  return { url: postgres.url, where: `DATA_DIR ${dataDir}`, close: () => postgres.stop() };
+  const existed = existsSync(dataDir);
+  // A folder that held nothing is left as it was found when the restore fails.
+  const discard = async () => {
+    if (entries.length > 0) return;
+    if (existed) {
+      for (const entry of await readdir(dataDir))
+        await rm(path.join(dataDir, entry), { recursive: true, force: true });
+    } else {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  };
+  let postgres: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
+  try {
+    postgres = await startEmbeddedPostgres({ dataDir, port: config.embeddedPostgresPort, database: 'pas' });
+  } catch (error) {
+    await discard();
+    throw error;
+  }
+  return { url: postgres.url, where: `DATA_DIR ${dataDir}`, close: () => postgres.stop(), discard };
 }
 
 /**
@@ -196,6 +211,7 @@ async function restoreCommand(file: string, opts: { force?: boolean; progress?: 
         `(migration ${manifest.migrations.level ?? '(none)'}): manifest and SHA-256 checksums are correct.`,
     );
     const target = await openRestoreTarget(config, !!opts.force);
+    let restored = false;
     try {
       say(`Restoring into ${target.where} …`);
       const result = await restoreBackup({
@@ -216,9 +232,11 @@ async function restoreCommand(file: string, opts: { force?: boolean; progress?: 
           ? `${result.settledRuns.length} run(s) in flight at the snapshot are now FAILED (interrupted by a restore; retry them to run their unfinished steps): ${result.settledRuns.join(', ')}`
           : 'No run was in flight at the snapshot.',
       );
+      restored = true;
       await alignTemporal(config, target.url, result.settledRuns);
     } finally {
       await target.close();
+      if (!restored) await target.discard();
     }
     say(
       config.databaseUrl
