@@ -1,10 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import knexFactory from 'knex';
 import { createAccount, createApiKey } from '../../engine/accounts/account-store';
-import { DATABASE_PART, knownMigrations, MANIFEST_NAME } from '../../engine/backup/backup-manifest';
+import {
+  type BackupManifest,
+  DATABASE_PART,
+  knownMigrations,
+  MANIFEST_NAME,
+} from '../../engine/backup/backup-manifest';
 import { readTarEntries, TarWriter } from '../../engine/backup/backup-tar';
 import { findPostgresTool, PostgresToolMissing } from '../../engine/backup/postgres-tools';
 import { connectDatabase, type Database } from '../../engine/db/database';
@@ -76,6 +81,8 @@ describe('pas restore checks', () => {
   beforeAll(async () => {
     await mkdir(path.join(ROOT, '.test-data'), { recursive: true });
     workDir = await mkdtemp(path.join(ROOT, '.test-data', 'backup-checks-'));
+    // Run as root, an embedded PostgreSQL runs as "postgres", which must pass through to a DATA_DIR inside.
+    await chmod(workDir, 0o711);
     source = await createTestDatabase();
     ({ accountId } = await createAccount(source.db, { name: 'Acme', ownerEmail: 'pm@example.com' }));
     await createApiKey(source.db, { accountId, description: 'kept' });
@@ -199,29 +206,86 @@ describe('pas restore checks', () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
-  test('a backup of a newer version (an unknown migration) is refused', async () => {
+  /** A copy of the good backup whose manifest `change` edits (the database part is kept as it is). */
+  async function withManifest(name: string, change: (manifest: BackupManifest) => void): Promise<string> {
     const entries = await entriesOf(backupFile);
     const bytes = await readFile(backupFile);
-    const slice = (name: string) => {
-      const entry = entries.find((candidate) => candidate.name === name)!;
+    const slice = (part: string) => {
+      const entry = entries.find((candidate) => candidate.name === part)!;
       return bytes.subarray(entry.offset, entry.offset + entry.size);
     };
-    const manifest = JSON.parse(slice(MANIFEST_NAME).toString()) as {
-      migrations: { level: string; applied: string[] };
-    };
-    manifest.migrations.applied.push('29991231000000_from_the_future');
-    manifest.migrations.level = '29991231000000_from_the_future';
-    const file = path.join(workDir, 'newer.tar');
+    const manifest = JSON.parse(slice(MANIFEST_NAME).toString()) as BackupManifest;
+    change(manifest);
+    const file = path.join(workDir, name);
     const handle = await open(file, 'w');
     const tar = new TarWriter(handle, new Date());
     await tar.addBuffer(DATABASE_PART, slice(DATABASE_PART));
     await tar.addBuffer(MANIFEST_NAME, Buffer.from(JSON.stringify(manifest)));
     await tar.finish();
     await handle.close();
+    return file;
+  }
+
+  test('a backup of a newer version (an unknown migration) is refused', async () => {
+    const file = await withManifest('newer.tar', (manifest) => {
+      manifest.migrations.applied.push('29991231000000_from_the_future');
+      manifest.migrations.level = '29991231000000_from_the_future';
+    });
     await expectRefused(
       file,
       /made by a newer version of the service .*29991231000000_from_the_future is unknown here/,
     );
+  });
+
+  test('a --force restore that fails puts back what the database held', async () => {
+    // The archive is sound but the manifest promises one more account than it holds: the restore
+    // fails after pg_restore, at the row-count check.
+    const file = await withManifest('miscounted.tar', (manifest) => {
+      manifest.database.row_counts.accounts! += 1;
+    });
+    const other = await createTestDatabase();
+    try {
+      await createAccount(other.db, { name: 'Kept', ownerEmail: 'kept@example.com' });
+      const before = await other.db('accounts').orderBy('id');
+      const failed = pas(other.url, 'restore', '--force', file);
+      expect(failed.status).toBe(1);
+      expect(failed.stderr).toMatch(
+        /does not hold what the backup recorded \(accounts: \d+ rows, expected \d+\)/,
+      );
+      expect(await other.db('accounts').orderBy('id')).toEqual(before);
+      const schemas = (await other.db.raw(
+        "select nspname from pg_namespace where nspname like 'pas_replaced%'",
+      )) as {
+        rows: unknown[];
+      };
+      expect(schemas.rows).toEqual([]);
+    } finally {
+      await other.drop();
+    }
+  });
+
+  test('a failed restore into a new DATA_DIR leaves no folder behind', async () => {
+    const file = await withManifest('miscounted-for-data-dir.tar', (manifest) => {
+      manifest.database.row_counts.accounts! += 1;
+    });
+    const dataDir = path.join(workDir, 'failed-restore');
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      EMBEDDED_POSTGRES_PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+    };
+    delete env.DATABASE_URL;
+    const result = spawnSync(process.execPath, [path.join(ROOT, 'engine/cli/pas.mjs'), 'restore', file], {
+      env,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect({ status: result.status, stdout: result.stdout }).toEqual({
+      status: 1,
+      stdout: expect.stringContaining(`Restoring into DATA_DIR ${dataDir}`),
+    });
+    expect(result.stderr).toMatch(/does not hold what the backup recorded/);
+    expect(existsSync(dataDir)).toBe(false);
   });
 
   test('a non-empty target is refused and left as it was; --force replaces it', async () => {
