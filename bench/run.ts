@@ -1,3 +1,4 @@
+import { runBackupBench } from './backup.bench';
 import { runCalcBench } from './calc.bench';
 import { runFileUploadBench } from './file-upload.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
@@ -9,6 +10,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   'file-upload': () => runFileUploadBench(),
   calc: (argv) => runCalcBench(argv),
   workflow: (argv) => runWorkflowBench(argv),
+  backup: (argv) => runBackupBench(argv),
 };
 
 /**
