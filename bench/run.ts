@@ -1,3 +1,4 @@
+import { runBackupBench } from './backup.bench';
 import { runCalcBench } from './calc.bench';
 import { runClusterBench } from './cluster.bench';
 import { runFileUploadBench } from './file-upload.bench';
@@ -11,6 +12,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   calc: (argv) => runCalcBench(argv),
   workflow: (argv) => runWorkflowBench(argv),
   cluster: (argv) => runClusterBench(argv),
+  backup: (argv) => runBackupBench(argv),
 };
 
 /**

@@ -3,7 +3,8 @@ import type { Config } from '../../platform/config';
 import { connectDatabase, type Database } from '../../platform/database';
 import { embeddedPostgresUrl, startEmbeddedPostgres } from '../embedded-postgres';
 
-function portOpen(port: number): Promise<boolean> {
+/** Whether something listens on 127.0.0.1:`port` (the embedded PostgreSQL of a running service). */
+export function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     socket.once('connect', () => {
@@ -15,33 +16,36 @@ function portOpen(port: number): Promise<boolean> {
 }
 
 /**
- * The CLI's database: DATABASE_URL when set; else the embedded PostgreSQL of `npm start` if it is
- * running, or started just for this command (and stopped after it) when it is not.
+ * The connection string of the CLI's database: DATABASE_URL when set; else the embedded PostgreSQL
+ * of `npm start` if it is running, or started just for this command (and stopped by `close`) when
+ * it is not.
  */
-export async function openCliDatabase(config: Config): Promise<{ db: Database; close(): Promise<void> }> {
-  if (config.databaseUrl) {
-    const db = connectDatabase(config.databaseUrl, 2);
-    return { db, close: () => db.destroy() };
-  }
+export async function openCliDatabaseUrl(config: Config): Promise<{ url: string; close(): Promise<void> }> {
+  if (config.databaseUrl) return { url: config.databaseUrl, close: () => Promise.resolve() };
   if (await portOpen(config.embeddedPostgresPort)) {
     // The server's password is in DATA_DIR, readable only by the service's user: the one who runs `pas`.
-    const db = connectDatabase(
-      await embeddedPostgresUrl(config.dataDir, config.embeddedPostgresPort, 'pas'),
-      2,
-    );
-    return { db, close: () => db.destroy() };
+    return {
+      url: await embeddedPostgresUrl(config.dataDir, config.embeddedPostgresPort, 'pas'),
+      close: () => Promise.resolve(),
+    };
   }
   const postgres = await startEmbeddedPostgres({
     dataDir: config.dataDir,
     port: config.embeddedPostgresPort,
     database: 'pas',
   });
-  const db = connectDatabase(postgres.url, 2);
+  return { url: postgres.url, close: () => postgres.stop() };
+}
+
+/** The CLI's database (see openCliDatabaseUrl) as a knex instance; `close` also stops a server it started. */
+export async function openCliDatabase(config: Config): Promise<{ db: Database; close(): Promise<void> }> {
+  const target = await openCliDatabaseUrl(config);
+  const db = connectDatabase(target.url, 2);
   return {
     db,
     async close() {
       await db.destroy();
-      await postgres.stop();
+      await target.close();
     },
   };
 }

@@ -19,6 +19,7 @@ import { findSecurities, importSecuritiesCsv } from '../../market-data/securitie
 import { importMarketCsv, type SeriesKind } from '../../market-data/csv-import';
 import { listPriceSymbols } from '../../market-data/price-store';
 import { publishTemplateFolderAs } from '../../worker-templates/template-folder';
+import { addBackupCommands } from './backup-commands';
 import { openCliDatabase } from './cli-database';
 
 /** What the import summary calls the values of each kind of series. */
@@ -83,7 +84,7 @@ function progressBar(enabled: boolean) {
 
 export function buildCli(): Command {
   const program = new Command('pas').description(
-    'Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data.',
+    'Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data, backups.',
   );
   const json = new Option('--json', 'print JSON for scripts');
 
@@ -374,6 +375,7 @@ export function buildCli(): Command {
         );
       }),
     );
+  addBackupCommands(program);
   return program;
 }
 
