@@ -31,7 +31,7 @@ export const COUNTED_TABLES = [
  * How pg_dump compresses the archive: zstd at level 1 (PostgreSQL 16+). pg_dump copies bytea as hex,
  * twice its size; zstd's entropy coding brings that back to about the bytes' own size, and JSON rows
  * to a fraction, at close to copy speed. lz4 leaves the hex doubled, and gzip, pg_dump's default,
- * takes about ten times as long on file bytes (measured: `npm run bench -- backup`).
+ * took 7 to 16 times as long on file bytes (measured: `npm run bench -- backup`).
  */
 function compressionFor(pgDumpMajor: number): string {
   return pgDumpMajor >= 16 ? 'zstd:1' : '0';
