@@ -39,6 +39,13 @@ export function ewmaWeights(length: number, halfLifeMonths: number, sampling: Sa
   return w;
 }
 
+/** w_t = λ^(T−1−t) for a given λ in (0, 1] (§17 `exponential_decay`), newest last with weight 1. */
+export function decayWeights(length: number, lambda: number): Float64Array {
+  const w = new Float64Array(length);
+  for (let t = 0; t < length; t++) w[t] = Math.pow(lambda, length - 1 - t);
+  return w;
+}
+
 /** Zero-mean weighted variance Σw·r² / Σw over the observations present (non-NaN, weight > 0). */
 export function weightedVariance(r: Float64Array, w: Float64Array): number {
   let sum = 0;
@@ -128,6 +135,11 @@ export interface EstimationInput {
   correlationHalfLife: number;
   /** false = no distress regime (π_d = 0): the closed-form tests need a single Gaussian. */
   distress: boolean;
+  /**
+   * λ of w_t ∝ λ^(T−t) for volatilities and correlations alike (parametric `exponential_decay`, §17);
+   * when given it replaces both half-lives. 1 = equal weights.
+   */
+  decay?: number;
 }
 
 /**
@@ -188,8 +200,12 @@ function factorCovariance(
 export function estimateFactorModel(input: EstimationInput): FactorModel {
   const k = input.factorReturns.length;
   const length = input.factorReturns[0]?.length ?? 0;
-  const volWeights = ewmaWeights(length, input.volatilityHalfLife, input.sampling);
-  const corrWeights = ewmaWeights(length, input.correlationHalfLife, input.sampling);
+  const volWeights =
+    input.decay === undefined
+      ? ewmaWeights(length, input.volatilityHalfLife, input.sampling)
+      : decayWeights(length, input.decay);
+  const corrWeights =
+    input.decay === undefined ? ewmaWeights(length, input.correlationHalfLife, input.sampling) : volWeights;
   const calm = factorCovariance(input.factorReturns, volWeights, corrWeights);
 
   let distress = calm.covariance;
