@@ -35,6 +35,7 @@ import {
   type CheckedRequest,
   symbolsOf,
 } from './calculation-service';
+import { seriesCacheOf } from './series-cache';
 
 /** The model's limits, as the API's schemas state them. */
 export { MAX_HISTORICAL_DAYS, MAX_STRESS_VALUES, MIN_HISTORICAL_DAYS, SENSITIVITY_TYPES };
@@ -217,11 +218,13 @@ export async function runAnalyticsCalculation(
     workspace,
   );
   const fields = declaration.check(body);
+  // The stored series come from the process's cache (checked against PostgreSQL on every read).
   const market = await loadMarket(
     db,
     actor.principal.accountId,
     await symbolsOf(db, checked, 'risk_attribution'),
     checked.common.date,
+    seriesCacheOf(db).read,
   );
   const result = await declaration.run({ checked, market, options, backend }, fields);
   await audit(db, actor, kind, checked);

@@ -3,6 +3,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { blackScholesGreeks } from '../../calc/greeks';
 import { confidenceLevel } from '../../calc/parametric-risk';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
+import { mergeSeries } from '../../engine/market-data/price-store';
 import { useTestApp } from '../support/use-test-app';
 
 /**
@@ -74,6 +75,23 @@ describe('the analytics endpoints (§16–§19)', () => {
     expect(e.short).toBeCloseTo(values[2]! / nlv, 14);
     expect(e.gross).toBeCloseTo(e.long - e.short, 14);
     expect(e.net).toBeCloseTo(1, 12);
+  });
+
+  test('a price imported after a calculation is seen by the next one (the series cache is never stale)', async () => {
+    const body = { securities: BOOK.slice(0, 1), date: DATE, nlv: 1e5 };
+    const before = (await post('exposure', body)).json().exposure.results[0].notional;
+    const row = (await h.db('price_series').where({ symbol: 'AAPL' }).first('dates', 'values')) as {
+      dates: number[];
+      values: number[];
+    };
+    const i = row.dates.findLastIndex((d) => d <= 19354);
+    await mergeSeries(h.db, 'AAPL', { dates: [row.dates[i]!], values: [row.values[i]! * 2] }, 'test');
+    try {
+      expect((await post('exposure', body)).json().exposure.results[0].notional).toBe(before * 2);
+    } finally {
+      await mergeSeries(h.db, 'AAPL', { dates: [row.dates[i]!], values: [row.values[i]!] }, 'test');
+    }
+    expect((await post('exposure', body)).json().exposure.results[0].notional).toBe(before);
   });
 
   test('exposure: aggregation sums its members exactly; filter reports only matches; nlv supplied', async () => {
