@@ -7,7 +7,7 @@ import {
   SENSITIVITY_TYPES,
 } from '../../engine/calculations/analytics';
 import { commonFields } from './calculation';
-import { LooseBoolean } from './fields';
+import { LooseBoolean, StorableText } from './fields';
 
 /**
  * Bodies and responses of the analytics beside the stress test (calc-methodology §16–§19), with the
@@ -60,7 +60,14 @@ const book = {
 /** Only the calendar: exposure and sensitivities model no risk. */
 const calendarProjection = Type.Optional(
   Type.Union(
-    [Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 15 }), Type.Null()],
+    [
+      Type.Array(StorableText({ minLength: 1, maxLength: 200, description: 'A security.' }), {
+        minItems: 1,
+        maxItems: 15,
+        uniqueItems: true,
+      }),
+      Type.Null(),
+    ],
     {
       description:
         'Default ["IND:SPX"]. Only its first symbol is used, for the calendar of dates (and the EWMA volatility of options priced without a surface or market price).',

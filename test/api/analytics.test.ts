@@ -362,6 +362,8 @@ describe('the analytics endpoints (§16–§19)', () => {
   test.each([
     ['exposure', { aggregation: 'planet' }, /^aggregation /],
     ['exposure', { date: '2022-12-28' }, /^date /],
+    // Found by schemathesis: a NUL in a calendar-only projection reached PostgreSQL (a 500).
+    ['sensitivity', { projection: ['IND:SPX\u0000'] }, /^projection\[0\] /],
     ['parametric_risk_attribution', { historical_days: 59 }, /^historical_days /],
     ['parametric_risk_attribution', { exponential_decay: 0 }, /^exponential_decay /],
     ['parametric_risk_attribution', { use_cashflow: 'maybe' }, /^use_cashflow /],
