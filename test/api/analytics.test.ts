@@ -94,6 +94,16 @@ describe('the analytics endpoints (§16–§19)', () => {
     expect((await post('exposure', body)).json().exposure.results[0].notional).toBe(before);
   });
 
+  test('base_currency: a book with no currencies is domestic in any base and answers the same numbers', async () => {
+    for (const kind of ['exposure', 'parametric_risk_attribution', 'underlying_stress_sensitivity']) {
+      const body = { securities: BOOK, date: DATE, stress_values: [0.05] };
+      const usd = (await post(kind, body)).json()[kind];
+      const eur = await post(kind, { ...body, base_currency: 'EUR' });
+      expect(eur.statusCode).toBe(200);
+      expect({ ...eur.json()[kind], ...(kind === 'exposure' ? { base_currency: 'USD' } : {}) }).toEqual(usd);
+    }
+  });
+
   test('exposure: aggregation sums its members exactly; filter reports only matches; nlv supplied', async () => {
     const plain = (await post('exposure', { securities: BOOK, date: DATE, nlv: 1e5 })).json().exposure;
     const grouped = (
