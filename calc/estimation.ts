@@ -90,6 +90,35 @@ export function weightedCorrelation(a: Float64Array, b: Float64Array, w: Float64
 }
 
 /**
+ * Σ w·x² of a series with no missing observation, or null when one is missing. When neither series
+ * of a pair misses one, every observation is a common one, so `weightedCorrelation`'s two sums of
+ * squares are these, computed once per series instead of once per pair: the same operations in the
+ * same order, hence the same bits, for a third of the work of an estimation at 3000 × 15.
+ */
+function completeSquares(r: Float64Array, w: Float64Array): number | null {
+  let sum = 0;
+  for (let t = 0; t < r.length; t++) {
+    const x = r[t]!;
+    if (isNaN(x)) return null;
+    sum += w[t]! * x * x;
+  }
+  return sum;
+}
+
+/** `weightedCorrelation(a, b, w)` for two complete series whose sums of squares are known. */
+function completeCorrelation(
+  a: Float64Array,
+  b: Float64Array,
+  w: Float64Array,
+  aa: number,
+  bb: number,
+): number {
+  let ab = 0;
+  for (let t = 0; t < a.length; t++) ab += w[t]! * a[t]! * b[t]!;
+  return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
+}
+
+/**
  * Observations at or above the 90th percentile of the first projection's rolling root-mean-square
  * return. The rolling value at t covers the previous 21 observations t−21..t−1 inside the window,
  * never t itself: a day must not classify itself as distressed by its own move (§4). The first 21
@@ -228,6 +257,7 @@ export function estimateFactorModel(input: EstimationInput): FactorModel {
   const factorMean = Float64Array.from(input.factorReturns, (r) => weightedMean(r, volWeights));
   const driverMean = new Float64Array(input.drivers.length);
   const rho = new Float64Array(k);
+  const factorCompleteSquares = input.factorReturns.map((f) => completeSquares(f, corrWeights));
   input.drivers.forEach((driver, d) => {
     if ('factor' in driver) {
       beta[d * k + driver.factor] = 1;
@@ -236,8 +266,15 @@ export function estimateFactorModel(input: EstimationInput): FactorModel {
     }
     driverMean[d] = weightedMean(driver.returns, volWeights);
     const sigma = sqrt(weightedVariance(driver.returns, volWeights));
-    for (let j = 0; j < k; j++)
-      rho[j] = weightedCorrelation(input.factorReturns[j]!, driver.returns, corrWeights);
+    const driverSquares = completeSquares(driver.returns, corrWeights);
+    for (let j = 0; j < k; j++) {
+      const factor = input.factorReturns[j]!;
+      const factorSquares = factorCompleteSquares[j]!;
+      rho[j] =
+        driverSquares === null || factorSquares === null
+          ? weightedCorrelation(factor, driver.returns, corrWeights)
+          : completeCorrelation(factor, driver.returns, corrWeights, factorSquares, driverSquares);
+    }
     // β = Σ_ff⁻¹ Σ_fi = D⁻¹ C⁻¹ ρ σ_i: solved on the correlation scale so factors of very different
     // volatility do not skew the pseudo-inverse's cut-off.
     const b = beta.subarray(d * k, (d + 1) * k);
