@@ -19,6 +19,7 @@ import openapi from './http/openapi';
 import requestEncoding from './http/request-encoding';
 import requestTiming from './http/request-timing';
 import auditLogRoutes from './routes/audit-logs';
+import analyticsRoutes from './routes/analytics';
 import calculationRoutes from './routes/calculations';
 import customIndexRoutes from './routes/custom-indexes';
 import datastoreRoutes from './routes/datastores';
@@ -177,6 +178,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(reportRoutes, { db: deps.db, publicUrl: deps.config.publicUrl });
       await v2.register(auditLogRoutes, { db: deps.db });
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
+      await v2.register(analyticsRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
       await v2.register(fileRoutes, {
         db: deps.db,

@@ -7,6 +7,9 @@
  * and is timed once. Peak RSS growth is sampled from a helper thread, since the reference and typed
  * backends block the main thread for the whole run.
  *
+ * At L it also times the analytics of §16–§19 through the API (bench/analytics-api.ts);
+ * `--analytics-only` runs just those.
+ *
  * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
  * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run; `--no-numpy` leaves out the
  * numpy peer (bench/numpy-peer.py, run in a child process from a project-local virtualenv with a pinned
@@ -26,6 +29,7 @@ import type { Scenario, SimulationOptions, SimulationResult } from '../calc/simu
 import { prepareStressTest } from '../calc/stress-test';
 import { syntheticMarket } from '../test/calc/support/synthetic-market';
 import { pythonVenv } from '../test/support/python-venv';
+import { runAnalyticsOverApi } from './analytics-api';
 
 /** The numpy peer's interpreter: a project-local virtualenv with this numpy (pinned). */
 const NUMPY = 'numpy==2.3.5';
@@ -115,7 +119,7 @@ interface Prepared {
 }
 
 /** A synthetic market and a long/short book of `securities` stocks on `projections` factors. */
-function prepare(size: Size): { calcs: Prepared[]; seconds: number } {
+function syntheticBook(size: Size) {
   const factors = Array.from({ length: size.projections }, (_, j) => ({
     symbol: `IND:F${j}`,
     vol: 0.008 + 0.0005 * j,
@@ -152,6 +156,12 @@ function prepare(size: Size): { calcs: Prepared[]; seconds: number } {
     };
   });
   const projection = factors.map((f) => f.symbol);
+  return { market, securities, projection };
+}
+
+/** The stress test and cvar risk attribution of the synthetic book, estimated once. */
+function prepare(size: Size): { calcs: Prepared[]; seconds: number } {
+  const { market, securities, projection } = syntheticBook(size);
   const started = performance.now();
   const stress = prepareStressTest(
     { securities, date: market.lastDate, projection, shock: 'IND:F0', magnitude: -0.1, horizon: 20 },
@@ -234,13 +244,14 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   const backends: SimulationBackend[] = [];
   for (const name of names.filter((n) => only?.includes(n) ?? true))
     backends.push(await createBackend(name, { threads }));
+  const analyticsOnly = argv.includes('--analytics-only');
   const sampler = rssSampler();
   console.log(
     '| size | calculation | backend | runs | p50 ms | p99 ms | peak RSS growth MiB | p50 vs reference |',
   );
   console.log('|---|---|---|---|---|---|---|---|');
   try {
-    for (const size of sizes) {
+    for (const size of analyticsOnly ? [] : sizes) {
       const { calcs, seconds } = prepare(size);
       console.log(
         `| ${size.label} | (estimation, once: ${seconds.toFixed(2)} s for ${size.securities} × ${size.projections}) | | | | | | |`,
@@ -299,6 +310,22 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
             `|  |  | (numpy peer: mean L ${checks.ev_expected.toFixed(2)}, tail-mean L ${checks.cvar_neg_expected.toFixed(2)}, its components summing to ${checks.ev_total.toFixed(2)} and ${checks.cvar_neg_total.toFixed(2)}; reference: ${referenceL === null ? 'not run' : `${referenceL.ev.toFixed(2)} and ${referenceL.cvarNeg.toFixed(2)}`}) | | | | | |`,
           );
         }
+      }
+    }
+    // Issue 22: the analytics of §16–§19 at L through the API, on the backend the probe chose.
+    const large = sizes.find((size) => size.label === 'L');
+    if (large !== undefined) {
+      const chosen = await createBackend(probe.backend.name, { threads });
+      try {
+        const { market, securities, projection } = syntheticBook(large);
+        await runAnalyticsOverApi(
+          large.label,
+          { market: market.source, securities, projection, date: market.lastDate },
+          chosen,
+          quick ? 3 : 5,
+        );
+      } finally {
+        await chosen.close();
       }
     }
   } finally {

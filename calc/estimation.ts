@@ -39,6 +39,13 @@ export function ewmaWeights(length: number, halfLifeMonths: number, sampling: Sa
   return w;
 }
 
+/** w_t = λ^(T−1−t) for a given λ in (0, 1] (§17 `exponential_decay`), newest last with weight 1. */
+export function decayWeights(length: number, lambda: number): Float64Array {
+  const w = new Float64Array(length);
+  for (let t = 0; t < length; t++) w[t] = Math.pow(lambda, length - 1 - t);
+  return w;
+}
+
 /** Zero-mean weighted variance Σw·r² / Σw over the observations present (non-NaN, weight > 0). */
 export function weightedVariance(r: Float64Array, w: Float64Array): number {
   let sum = 0;
@@ -79,6 +86,35 @@ export function weightedCorrelation(a: Float64Array, b: Float64Array, w: Float64
     aa += wt * x * x;
     bb += wt * y * y;
   }
+  return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
+}
+
+/**
+ * Σ w·x² of a series with no missing observation, or null when one is missing. When neither series
+ * of a pair misses one, every observation is a common one, so `weightedCorrelation`'s two sums of
+ * squares are these, computed once per series instead of once per pair: the same operations in the
+ * same order, hence the same bits, for a third of the work of an estimation at 3000 × 15.
+ */
+function completeSquares(r: Float64Array, w: Float64Array): number | null {
+  let sum = 0;
+  for (let t = 0; t < r.length; t++) {
+    const x = r[t]!;
+    if (isNaN(x)) return null;
+    sum += w[t]! * x * x;
+  }
+  return sum;
+}
+
+/** `weightedCorrelation(a, b, w)` for two complete series whose sums of squares are known. */
+function completeCorrelation(
+  a: Float64Array,
+  b: Float64Array,
+  w: Float64Array,
+  aa: number,
+  bb: number,
+): number {
+  let ab = 0;
+  for (let t = 0; t < a.length; t++) ab += w[t]! * a[t]! * b[t]!;
   return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
 }
 
@@ -128,6 +164,11 @@ export interface EstimationInput {
   correlationHalfLife: number;
   /** false = no distress regime (π_d = 0): the closed-form tests need a single Gaussian. */
   distress: boolean;
+  /**
+   * λ of w_t ∝ λ^(T−t) for volatilities and correlations alike (parametric `exponential_decay`, §17);
+   * when given it replaces both half-lives. 1 = equal weights.
+   */
+  decay?: number;
 }
 
 /**
@@ -188,8 +229,12 @@ function factorCovariance(
 export function estimateFactorModel(input: EstimationInput): FactorModel {
   const k = input.factorReturns.length;
   const length = input.factorReturns[0]?.length ?? 0;
-  const volWeights = ewmaWeights(length, input.volatilityHalfLife, input.sampling);
-  const corrWeights = ewmaWeights(length, input.correlationHalfLife, input.sampling);
+  const volWeights =
+    input.decay === undefined
+      ? ewmaWeights(length, input.volatilityHalfLife, input.sampling)
+      : decayWeights(length, input.decay);
+  const corrWeights =
+    input.decay === undefined ? ewmaWeights(length, input.correlationHalfLife, input.sampling) : volWeights;
   const calm = factorCovariance(input.factorReturns, volWeights, corrWeights);
 
   let distress = calm.covariance;
@@ -212,6 +257,7 @@ export function estimateFactorModel(input: EstimationInput): FactorModel {
   const factorMean = Float64Array.from(input.factorReturns, (r) => weightedMean(r, volWeights));
   const driverMean = new Float64Array(input.drivers.length);
   const rho = new Float64Array(k);
+  const factorCompleteSquares = input.factorReturns.map((f) => completeSquares(f, corrWeights));
   input.drivers.forEach((driver, d) => {
     if ('factor' in driver) {
       beta[d * k + driver.factor] = 1;
@@ -220,8 +266,15 @@ export function estimateFactorModel(input: EstimationInput): FactorModel {
     }
     driverMean[d] = weightedMean(driver.returns, volWeights);
     const sigma = sqrt(weightedVariance(driver.returns, volWeights));
-    for (let j = 0; j < k; j++)
-      rho[j] = weightedCorrelation(input.factorReturns[j]!, driver.returns, corrWeights);
+    const driverSquares = completeSquares(driver.returns, corrWeights);
+    for (let j = 0; j < k; j++) {
+      const factor = input.factorReturns[j]!;
+      const factorSquares = factorCompleteSquares[j]!;
+      rho[j] =
+        driverSquares === null || factorSquares === null
+          ? weightedCorrelation(factor, driver.returns, corrWeights)
+          : completeCorrelation(factor, driver.returns, corrWeights, factorSquares, driverSquares);
+    }
     // β = Σ_ff⁻¹ Σ_fi = D⁻¹ C⁻¹ ρ σ_i: solved on the correlation scale so factors of very different
     // volatility do not skew the pseudo-inverse's cut-off.
     const b = beta.subarray(d * k, (d + 1) * k);

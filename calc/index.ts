@@ -89,3 +89,47 @@ export {
   type BackendPreferences,
   type ProbeResult,
 } from './backends/choose';
+export {
+  exposureOf,
+  prepareBook,
+  runExposure,
+  WHOLE_BOOK,
+  type ExposureElement,
+  type ExposureRequest,
+  type ExposureResult,
+} from './exposure';
+export { blackScholesGreeks, SENSITIVITY_TYPES, type Greeks, type SensitivityType } from './greeks';
+export {
+  confidenceLevel,
+  MAX_HISTORICAL_DAYS,
+  MIN_HISTORICAL_DAYS,
+  parametricOf,
+  prepareParametric,
+  runParametricRiskAttribution,
+  type ParametricElement,
+  type ParametricRequest,
+  type ParametricResult,
+} from './parametric-risk';
+export {
+  checkStressValues,
+  MAX_STRESS_VALUES,
+  notionalGreek,
+  positionGreeks,
+  runSensitivity,
+  runUnderlyingStressSensitivity,
+  sensitivityOf,
+  stressPnl,
+  underlyingStressOf,
+  type SensitivityRequest,
+  type SensitivityResult,
+  type StressValue,
+  type UnderlyingStressRequest,
+  type UnderlyingStressResult,
+} from './sensitivity';
+export {
+  prepareProperties,
+  runProperties,
+  type PreparedProperties,
+  type PropertiesRequest,
+  type PropertiesResult,
+} from './properties';

@@ -230,10 +230,13 @@ export interface ReturnGrid {
   readonly observationDays: Int32Array;
 }
 
-/** s = 5 returns are non-overlapping and anchored on the calculation date: rows T, T−5, T−10, … */
-export function returnGrid(calendar: Calendar, sampling: Sampling): ReturnGrid {
+/**
+ * s = 5 returns are non-overlapping and anchored on the calculation date: rows T, T−5, T−10, …
+ * `windowLength` replaces the §1 window (1260 or 252 returns), e.g. parametric `historical_days` (§17).
+ */
+export function returnGrid(calendar: Calendar, sampling: Sampling, windowLength?: number): ReturnGrid {
   const toRow = calendar.days.length - 1;
-  const length = Math.min(WINDOW_RETURNS[sampling], Math.floor(toRow / sampling));
+  const length = Math.min(windowLength ?? WINDOW_RETURNS[sampling], Math.floor(toRow / sampling));
   const fromRow = toRow - length * sampling;
   const observationDays = new Int32Array(length);
   for (let t = 0; t < length; t++) observationDays[t] = calendar.days[fromRow + (t + 1) * sampling]!;
@@ -313,6 +316,7 @@ export function loadWindow(
   symbols: readonly string[],
   date: DateInput | null,
   sampling: Sampling,
+  windowLength?: number,
 ): MarketWindow {
   const first = symbols[0];
   const firstRaw = first === undefined ? undefined : source.get(first);
@@ -321,7 +325,7 @@ export function loadWindow(
   }
   const firstDays = toDaySeries(first, firstRaw);
   const calendar = buildCalendar(firstDays, date);
-  const grid = returnGrid(calendar, sampling);
+  const grid = returnGrid(calendar, sampling, windowLength);
   const returns = new Map<string, Float64Array>();
   const latestPrices = new Map<string, number>();
   const unmapped: string[] = [];

@@ -181,6 +181,14 @@ function fxReturns(window: MarketWindow, currency: string, base: string): Float6
   return countPresent(sum) >= MIN_RETURNS ? sum : null;
 }
 
+/** Estimation choices beyond the common request: parametric `historical_days` and `exponential_decay` (§17). */
+export interface EstimationChoices {
+  /** Window length in observations, replacing the §1 window. */
+  readonly windowReturns?: number;
+  /** λ replacing both half-lives. */
+  readonly decay?: number;
+}
+
 /**
  * Window returns → factor model for every driver the book needs (plus `extraSymbols`, e.g. the
  * shock), and each position's value, line and linear exposure (§9–§11). A position whose driver, FX
@@ -192,6 +200,7 @@ export function preparePortfolio(
   market: SeriesSource,
   extraSymbols: readonly string[],
   distress: boolean,
+  estimation: EstimationChoices = {},
 ): PreparedPortfolio {
   const { projection, base_currency: base } = common;
   const classified = common.securities.map((security, i) => classify(security, i, base, market));
@@ -202,7 +211,7 @@ export function preparePortfolio(
     ...foreign.flatMap((currency) => fxRouteSymbols(currency, base)),
     ...extraSymbols,
   ];
-  const window = loadWindow(market, symbols, common.date, common.sampling);
+  const window = loadWindow(market, symbols, common.date, common.sampling, estimation.windowReturns);
   for (const symbol of projection) {
     check(
       window.returns.has(symbol),
@@ -279,6 +288,7 @@ export function preparePortfolio(
     volatilityHalfLife: common.volatility_half_life,
     correlationHalfLife: common.correlation_half_life,
     distress,
+    ...(estimation.decay === undefined ? {} : { decay: estimation.decay }),
   });
 
   const surfaces = new Map(common.volatility_surface.map((surface) => [surface.symbol, surface]));

@@ -96,7 +96,8 @@ export const VolatilitySurface = Type.Object(
   { description: 'Implied volatilities of one underlying, interpolated bilinearly (calc-methodology §11).' },
 );
 
-const commonFields = {
+/** The fields every calculation body shares (also those of api/schemas/analytics.ts). */
+export const commonFields = {
   portfolio_id: nullable(
     EntityId('portfolio'),
     'A stored portfolio: its securities, date, base_currency and nlv are used where the body leaves them out.',

@@ -270,7 +270,7 @@ export async function checkCalculationRequest(
 }
 
 /** calc/ names the parameter it cannot compute with; the client sees it as a 400 like any other. */
-function asInvalidInput<T>(run: () => T): T {
+export function asInvalidInput<T>(run: () => T): T {
   try {
     return run();
   } catch (error) {
@@ -301,7 +301,11 @@ async function audit(db: Database, actor: Actor, kind: CalculationKind, checked:
  * a stress test, the shock. A position's currency may come from the securities master (§9), so the
  * master's currencies of the held symbols are included.
  */
-async function symbolsOf(db: Database, checked: CheckedRequest, kind: CalculationKind): Promise<string[]> {
+export async function symbolsOf(
+  db: Database,
+  checked: CheckedRequest,
+  kind: CalculationKind,
+): Promise<string[]> {
   const base = checked.common.base_currency;
   const symbols = [...checked.common.projection];
   const currencies = new Set<string>();

@@ -116,6 +116,10 @@ export function parseDay(date: string): number | null {
 function upTo(dates: ArrayLike<number>, values: ArrayLike<number>, lastDay: number | null): PriceSeries {
   let n = dates.length;
   if (lastDay !== null) while (n > 0 && dates[n - 1]! > lastDay) n--;
+  // Typed arrays (the series cache's) are shared, not copied: calc/ never writes its inputs.
+  if (dates instanceof Int32Array && values instanceof Float64Array) {
+    return { dates: dates.subarray(0, n), values: values.subarray(0, n) };
+  }
   const outDates = new Int32Array(n);
   const outValues = new Float64Array(n);
   for (let i = 0; i < n; i++) {
@@ -192,6 +196,18 @@ export class MarketSnapshot extends Map<string, PriceSeries> implements Referenc
   }
 }
 
+/** Stored series rows of the given symbols (absent symbols have no row). */
+export type SeriesRows = (
+  db: Database,
+  symbols: string[],
+) => Promise<Array<{ symbol: string; dates: ArrayLike<number>; values: ArrayLike<number> }>>;
+
+/** Straight from PostgreSQL; engine/calculations/series-cache.ts serves the same rows from memory. */
+export const readSeriesRows: SeriesRows = async (db, symbols) =>
+  (await db('price_series').whereIn('symbol', symbols).select('symbol', 'dates', 'values')) as Array<
+    { symbol: string } & StoredSeries
+  >;
+
 /**
  * The market a calculation sees: the stored series of `symbols`, the account's `CUSTOM:*` indexes
  * and the price series of its `PRIVATE:*` securities, each cut at `date` (YYYYMMDD; null = all).
@@ -209,6 +225,7 @@ export async function loadMarket(
   accountId: string,
   symbols: Iterable<string>,
   date: string | null,
+  readRows: SeriesRows = readSeriesRows,
 ): Promise<MarketSnapshot> {
   const lastDay = date === null ? null : dayNumber(date);
   const wanted = [...new Set(symbols)];
@@ -224,12 +241,11 @@ export async function loadMarket(
     market.master.set(symbol, attributes);
   const volumeSymbols = described.map((s) => `VOL:${s}`);
   if (stored.length + volumeSymbols.length > 0) {
-    const rows = (await db('price_series')
-      .whereIn('symbol', [...stored, ...volumeSymbols])
-      .select('symbol', 'dates', 'values')) as Array<{ symbol: string } & StoredSeries>;
+    const rows = await readRows(db, [...stored, ...volumeSymbols]);
+    const priced = new Set(stored);
     for (const row of rows) {
       const series = upTo(row.dates, row.values, lastDay);
-      if (row.symbol.startsWith('VOL:') && !stored.includes(row.symbol)) {
+      if (row.symbol.startsWith('VOL:') && !priced.has(row.symbol)) {
         market.volumes.set(row.symbol.slice('VOL:'.length), series);
       } else {
         market.set(row.symbol, series);

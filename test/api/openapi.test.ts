@@ -56,6 +56,11 @@ describe('OpenAPI document', () => {
     ['get', '/workflows/worker_executions'],
     ['post', '/calculations/stress_test'],
     ['post', '/calculations/risk_attribution'],
+    ['post', '/calculations/exposure'],
+    ['post', '/calculations/parametric_risk_attribution'],
+    ['post', '/calculations/sensitivity'],
+    ['post', '/calculations/underlying_stress_sensitivity'],
+    ['post', '/calculations/properties'],
   ];
 
   test.each(EXPECTED)('%s %s is documented with a 200-range response', async (method, path) => {

@@ -625,13 +625,18 @@ describe('built-in worker templates', () => {
   const FOLDERS = [
     'barrier',
     'custom-script',
+    'exposure',
     'forker',
     'generate-report',
+    'parametric-risk-attribution',
+    'properties',
     'retrieve-portfolio',
     'risk-attribution',
     'save-datastore',
     'save-file-csv',
+    'sensitivity',
     'stress-test',
+    'underlying-stress-sensitivity',
   ];
 
   test('every folder of plugins/builtin is published once, with a fixed id derived from its name', async () => {

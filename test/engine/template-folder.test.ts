@@ -53,5 +53,17 @@ describe('template folders: libraries', () => {
       const { input } = await readTemplateFolder(path.join(BUILTIN_TEMPLATES_DIR, name));
       expect(input.script).toContain('function portfolioPart(');
     }
+    for (const name of [
+      'exposure',
+      'parametric-risk-attribution',
+      'sensitivity',
+      'underlying-stress-sensitivity',
+      'properties',
+    ]) {
+      const { input } = await readTemplateFolder(path.join(BUILTIN_TEMPLATES_DIR, name));
+      expect(input.script).toContain('function portfolioPart(');
+      expect(input.script).toContain('function analyticsTable(');
+      expect(input.script).toContain('function saveTable(');
+    }
   });
 });

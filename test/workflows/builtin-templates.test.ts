@@ -174,6 +174,56 @@ describe('built-in worker templates in workflows', () => {
     });
   });
 
+  describe('analytics templates (§16–§19)', () => {
+    test.each([
+      ['exposure', 'exposure', { aggregation: 'exposure' }, {}],
+      ['parametric-risk-attribution', 'parametric_risk_attribution', { confidence: '99%' }, {}],
+      ['sensitivity', 'sensitivity', { compute_notional: true }, {}],
+      [
+        'underlying-stress-sensitivity',
+        'underlying_stress_sensitivity',
+        {},
+        { stress_values: [-0.1, -0.05, 0, 0.05, 0.1] },
+      ],
+      ['properties', 'properties', { horizon: 1 }, {}],
+    ] as const)(
+      '%s: the endpoint’s numbers, written to a datastore row by row',
+      async (folder, kind, inputs, defaults) => {
+        const { workflowId } = await chain(folder, [
+          {
+            type: 'BASIC',
+            template_id: id(folder),
+            script_inputs: { portfolio_id: portfolioId, datastore_name: `${kind} of Book`, ...inputs },
+          },
+        ]);
+        const result = (await enderResult(await runToEnd(workflowId))) as Record<string, unknown> & {
+          datastore_id: string;
+        };
+        const api = await h.call('POST', `/v2/calculations/${kind}`, {
+          portfolio_id: portfolioId,
+          ...inputs,
+          ...defaults,
+        });
+        expect(api.statusCode).toBe(200);
+        expect(result[kind]).toEqual(api.json()[kind]);
+        const datastore = (await h.call('GET', `/v2/datastores/${result.datastore_id}`)).json().datastore;
+        expect(datastore.name).toBe(`${kind} of Book`);
+        const [heading, ...rows] = datastore.data as unknown[][];
+        expect(heading![0]).toBe(kind === 'properties' ? 'property' : 'id');
+        // Every number of the answer is in the table.
+        const cells = new Set(rows.flat().filter((cell) => typeof cell === 'number'));
+        const numbers: number[] = [];
+        const collect = (value: unknown): void => {
+          if (typeof value === 'number') numbers.push(value);
+          else if (value !== null && typeof value === 'object') Object.values(value).forEach(collect);
+        };
+        collect(api.json()[kind]);
+        expect(numbers.length).toBeGreaterThan(3);
+        expect(numbers.filter((n) => !cells.has(n))).toEqual([]);
+      },
+    );
+  });
+
   describe('saving', () => {
     const ROWS = [
       { name: 'plain', note: 'a,b', value: 1.5 },
@@ -595,6 +645,11 @@ describe('built-in worker templates in workflows', () => {
       'listPortfolios',
       'runStressTest',
       'runRiskAttribution',
+      'runExposure',
+      'runParametricRiskAttribution',
+      'runSensitivity',
+      'runUnderlyingStressSensitivity',
+      'runProperties',
       'createDatastore',
       'updateDatastore',
       'createFile',

@@ -247,6 +247,46 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(Number(executed[0]!.count)).toBe(2);
     }, 120_000);
 
+    test('the analytics of §16–§19 (runExposure … runProperties) answer what their endpoints answer', async () => {
+      const res = await call('POST', '/v2/portfolios', {
+        name: 'Analytics book',
+        securities: BOOK,
+        date: DATE,
+      });
+      expect(res.statusCode).toBe(200);
+      const portfolio = res.json().portfolio.id as string;
+      const calls = {
+        runExposure: ['exposure', { portfolio_id: portfolio, aggregation: 'exposure' }],
+        runParametricRiskAttribution: [
+          'parametric_risk_attribution',
+          { securities: BOOK, date: DATE, confidence: '99%', historical_days: 500 },
+        ],
+        runSensitivity: ['sensitivity', { portfolio_id: portfolio, compute_notional: true }],
+        runUnderlyingStressSensitivity: [
+          'underlying_stress_sensitivity',
+          { portfolio_id: portfolio, stress_values: [-0.2, 0.2] },
+        ],
+        runProperties: ['properties', { portfolio_id: portfolio, horizon: 1 }],
+      } as const;
+      const result = await run(
+        `async function main(args) {
+          const out = {};
+          for (const [name, [, body]] of Object.entries(args.calls)) out[name] = await sdk[name](body);
+          out.invalid = await sdk.runUnderlyingStressSensitivity({ portfolio_id: args.portfolio, stress_values: [-3] }).catch((e) => e.message);
+          return out;
+        }`,
+        scope(),
+        undefined,
+        { calls, portfolio },
+      );
+      for (const [name, [kind, body]] of Object.entries(calls)) {
+        const api = await call('POST', `/v2/calculations/${kind}`, body);
+        expect(api.statusCode).toBe(200);
+        expect(result[name]).toEqual(api.json()[kind]);
+      }
+      expect(result.invalid).toMatch(/^stress_values: /);
+    }, 120_000);
+
     test('the new parameters (options, surfaces, forecasts, drift, base currency, cash, aggregation, filter) pass through', async () => {
       const securities = [
         ...BOOK,

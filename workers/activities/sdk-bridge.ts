@@ -1,5 +1,6 @@
 import type { SimulationBackend } from '../../calc';
 import type { Actor } from '../../engine/platform/principal';
+import { type AnalyticsKind, runAnalyticsCalculation } from '../../engine/calculations/analytics';
 import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
@@ -236,7 +237,21 @@ function resourceFunctions(resource: Resource): Record<string, SdkFunction> {
 }
 
 /**
- * Beyond the resources: a file's content, and the two calculations. A calculation answers what the
+ * The analytics of calc-methodology §16–§19, one `run<Kind>` each, answering what
+ * POST /calculations/<kind> answers under its key (`exposure`, `properties`, …).
+ */
+function analyticsFunctions(names: Record<string, AnalyticsKind>): Record<string, SdkFunction> {
+  return Object.fromEntries(
+    Object.entries(names).map(([name, kind]) => [
+      name,
+      (s: BridgeScope, body: unknown) =>
+        runAnalyticsCalculation(s.db, s.actor, kind, calculationBody(s, body), s.workspace, {}, s.simulation),
+    ]),
+  );
+}
+
+/**
+ * Beyond the resources: a file's content, and the calculations. A calculation answers what the
  * API's POST /calculations/<kind> answers under its key (`stress_test`, `risk_attribution`).
  */
 const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
@@ -245,6 +260,13 @@ const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
     runStressTestCalculation(s.db, s.actor, calculationBody(s, body), s.workspace, {}, s.simulation),
   runRiskAttribution: async (s, body) =>
     runRiskAttributionCalculation(s.db, s.actor, calculationBody(s, body), s.workspace, {}, s.simulation),
+  ...analyticsFunctions({
+    runExposure: 'exposure',
+    runParametricRiskAttribution: 'parametric_risk_attribution',
+    runSensitivity: 'sensitivity',
+    runUnderlyingStressSensitivity: 'underlying_stress_sensitivity',
+    runProperties: 'properties',
+  }),
 };
 
 /**

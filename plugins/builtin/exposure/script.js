@@ -1,0 +1,20 @@
+/* global sdk, portfolioPart, settings, analyticsTable, saveTable -- from the libraries in template.json */
+
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- the sandbox calls main
+async function main(args) {
+  const body = {
+    ...portfolioPart(args),
+    ...settings(args.script_inputs, [
+      'date',
+      'base_currency',
+      'nlv',
+      'aggregation',
+      'filter',
+      'volatility_surface',
+      'sampling',
+    ]),
+  };
+  const result = await sdk.runExposure(body);
+  const datastoreId = await saveTable(args.script_inputs, analyticsTable('exposure', result), 'Exposure');
+  return { exposure: result, datastore_id: datastoreId };
+}
