@@ -81,7 +81,8 @@ const ourService = (name: string): Service => {
 
 /** The file `node … <entry>` runs in an npm script (skipping Node's options and their values). */
 function scriptEntry(script: string): string {
-  const words = script.split(/\s+/);
+  // `exec node …`: the shell npm runs the script in is replaced by node (see the exec test below).
+  const words = script.replace(/^exec\s+/, '').split(/\s+/);
   if (words[0] !== 'node') throw new Error(`script does not start with node: ${script}`);
   const takesValue = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
   for (let i = 1; i < words.length; i++) {
@@ -228,6 +229,14 @@ describe('docker-compose.yml', () => {
       const entry = scriptEntry(script!);
       expect(existsSync(path.join(ROOT, entry))).toBe(true);
       expect(inImage(entry)).toBe(true);
+    },
+  );
+
+  test.each(ourServices)(
+    '%s: its npm script execs node, so the SIGTERM npm passes on reaches node (a shell would die of it)',
+    (_, service) => {
+      const words = commandText(service).trim().split(/\s+/);
+      expect(packageScripts[words[2]!]).toMatch(/^exec node /);
     },
   );
 
