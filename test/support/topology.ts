@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -81,6 +81,26 @@ export interface Topology {
   stop(): Promise<void>;
 }
 
+/** The processes of process group `pgid` (from /proc), with their command lines. */
+export function groupMembers(pgid: number): Array<{ pid: number; cmdline: string }> {
+  const members: Array<{ pid: number; cmdline: string }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .split(' ');
+      // A zombie has ended; only its parent's bookkeeping is left.
+      if (Number(stat[2]) !== pgid || stat[0] === 'Z') continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      members.push({ pid: Number(entry), cmdline });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return members;
+}
+
 /** Every process group started here, killed on any exit of the test process (a crash included). */
 const liveGroups = new Set<number>();
 /** Set by stop(): nothing restarts any more. */
@@ -136,7 +156,8 @@ function managed(
         started.once('exit', (code, signal) => {
           ended = code !== null ? `exit ${code}` : String(signal);
           log?.write(`--- ${ended} ${new Date().toISOString()}\n`);
-          if (pid !== undefined) liveGroups.delete(pid);
+          // A process of the group may outlive its leader (npm); stop() kills what is left.
+          if (pid !== undefined && groupMembers(pid).length === 0) liveGroups.delete(pid);
           resolve();
           if (restart && !stopping && !shutDown) {
             log?.write(`--- restarting (restart: unless-stopped)\n`);
@@ -166,13 +187,18 @@ function managed(
     },
     async kill(signal = 'SIGKILL') {
       stopping = true;
-      if (!alive()) return;
+      const group = child?.pid;
+      if (group === undefined || (!alive() && groupMembers(group).length === 0)) return;
       try {
-        process.kill(-child!.pid!, signal);
+        process.kill(-group, signal);
       } catch {
         // already gone
       }
       await exit;
+      if (signal === 'SIGKILL') {
+        while (groupMembers(group).length > 0) await sleep(20);
+        liveGroups.delete(group);
+      }
     },
     async terminate(timeoutMs = 30_000) {
       stopping = true;
@@ -182,6 +208,13 @@ function managed(
       if (!done) {
         await proc.kill('SIGKILL');
         throw new Error(`${name} did not exit within ${timeoutMs} ms of SIGTERM\n${proc.output()}`);
+      }
+      const left = groupMembers(child!.pid!);
+      if (left.length > 0) {
+        await proc.kill('SIGKILL');
+        throw new Error(
+          `${name} exited on SIGTERM and left ${left.map((m) => m.cmdline).join('; ')} running`,
+        );
       }
     },
   };
@@ -289,6 +322,13 @@ export async function startTopology(options: { replicas?: number } = {}): Promis
   const stop = async () => {
     shutDown = true;
     await Promise.allSettled(started.map((proc) => proc.kill('SIGKILL')));
+    for (const group of liveGroups) {
+      try {
+        process.kill(-group, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
     await postgres?.stop();
     if (process.env.KEEP_TOPOLOGY_LOGS !== '1') await rm(runDir, { recursive: true, force: true });
   };
