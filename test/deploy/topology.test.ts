@@ -223,6 +223,11 @@ describe('the compose topology as processes', () => {
     }
   });
 
+  test('the admin-tools jobs are safe to run again on a running cluster (compose runs them on every start)', async () => {
+    await t.runAdminJob('temporal-schema');
+    await t.runAdminJob('temporal-setup');
+  });
+
   test("the real clients' scenarios pass through the load balancer", async () => {
     for (const args of [
       [path.join(MARKET, 'sp500_index_1990_2022.csv')],
