@@ -9,7 +9,13 @@ import { randomAlphanumeric } from '../../engine/ids';
 import { scheduledExecutionId } from '../../engine/workflows/workflow-schedules';
 import { appProcess, environmentOf, service, temporalServerEnvironment } from '../support/compose-topology';
 import { pas } from '../support/pas-cli';
-import { pythonVenv } from '../support/python-venv';
+import {
+  EXPECTED_SCENARIOS,
+  MARKET_DATA,
+  PYPI_CLIENTS,
+  runClientScenarios,
+  SCENARIO_ENDERS,
+} from '../support/pypi-clients';
 import {
   groupMembers as groupOf,
   type ManagedProcess,
@@ -18,8 +24,6 @@ import {
 } from '../support/topology';
 
 const run = promisify(execFile);
-const MARKET = path.resolve(__dirname, '..', '..', '..', 'shared', 'data', 'market');
-const SCENARIOS = path.join(__dirname, '..', 'clients', 'client_scenarios.py');
 
 /**
  * The production topology of docker-compose.yml, run for real as processes (test/support/topology.ts):
@@ -230,8 +234,8 @@ describe('the compose topology as processes', () => {
 
   test("the real clients' scenarios pass through the load balancer", async () => {
     for (const args of [
-      [path.join(MARKET, 'sp500_index_1990_2022.csv')],
-      [path.join(MARKET, 'us_stocks_daily.csv'), '--column', 'AAPL', 'JPM'],
+      [path.join(MARKET_DATA, 'sp500_index_1990_2022.csv')],
+      [path.join(MARKET_DATA, 'us_stocks_daily.csv'), '--column', 'AAPL', 'JPM'],
     ]) {
       const imported = pas(t.databaseUrl, 'market', 'import', ...args);
       expect({ status: imported.status, stderr: imported.status === 0 ? '' : imported.stderr }).toEqual({
@@ -243,70 +247,41 @@ describe('the compose topology as processes', () => {
     const ok = await store({
       name: 'client ok',
       workspace: 'clients',
-      workers: twoSteps('function main(args) { return { doubled: args.inputs.amount * 2 }; }'),
+      workers: twoSteps(SCENARIO_ENDERS.ok),
     });
     const fail = await store({
       name: 'client fail',
       workspace: 'clients',
-      workers: twoSteps('function main(args) { throw new Error("the ender refuses"); }'),
+      workers: twoSteps(SCENARIO_ENDERS.fail),
     });
-    const clients = [
-      {
-        name: 'legacy',
-        venv: 'everysk-1.0.17',
-        requirements: ['everysk==1.0.17'],
-        urlVariable: 'EVERYSK_API_ENTRY',
-      },
-      {
-        name: 'lib',
-        venv: 'everysk-lib-1.14.2',
-        requirements: ['everysk-lib[requests]==1.14.2'],
-        urlVariable: 'EVERYSK_API_URL',
-      },
-    ];
-    await Promise.all(
-      clients.map(async (client) => {
-        const bin = await pythonVenv(client.venv, client.requirements);
+    const reportIds = await Promise.all(
+      PYPI_CLIENTS.map(async () => {
         const report = await call('POST', '/v2/reports', {
           name: 'Client report',
           workspace: 'clients',
           data: [],
         });
         expect(report.status).toBe(200);
-        const env = {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '/tmp',
-          PAS_CLIENT: client.name,
-          [client.urlVariable]: t.baseUrl,
-          EVERYSK_API_SID: t.account.sid,
-          EVERYSK_API_TOKEN: t.account.token,
-          PAS_WORKFLOW_OK: ok,
-          PAS_WORKFLOW_FAIL: fail,
-          PAS_REPORT_ID: report.body.report.id,
-        };
-        let stdout = '';
-        let stderr = '';
-        try {
-          ({ stdout, stderr } = await run(path.join(bin, 'python'), [SCENARIOS], { env, timeout: 240_000 }));
-        } catch (error) {
-          ({ stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string });
-        }
-        const results = stdout
-          .split('\n')
-          .filter((line) => line.startsWith('{'))
-          .map((line) => JSON.parse(line) as { name: string; ok: boolean; detail: unknown });
+        return report.body.report.id as string;
+      }),
+    );
+    await Promise.all(
+      PYPI_CLIENTS.map(async (client, i) => {
+        const { results, stderr } = await runClientScenarios(client, {
+          baseUrl: t.baseUrl,
+          sid: t.account.sid,
+          token: t.account.token,
+          workflowOk: ok,
+          workflowFail: fail,
+          reportId: reportIds[i]!,
+        });
         const failures = results.filter((result) => !result.ok).map((r) => `${r.name}: ${String(r.detail)}`);
-        expect({
-          client: client.name,
-          failures,
-          count: results.length,
-          stderr: failures.length ? stderr : '',
-        }).toEqual({
+        expect({ client: client.name, failures, stderr: failures.length ? stderr : '' }).toEqual({
           client: client.name,
           failures: [],
-          count: 13,
           stderr: '',
         });
+        expect(results.map((result) => result.name)).toEqual(EXPECTED_SCENARIOS);
       }),
     );
   }, 300_000);
@@ -620,11 +595,11 @@ describe('the compose topology as processes', () => {
           },
         )
       ).stdout.split('\n');
-    const lines = await until('both runs in the list', async () => {
+    // The service records a run's end before its Temporal workflow closes, and visibility follows.
+    const lines = await until('both runs closed in the list', async () => {
       const all = await list();
-      return all.some((line) => line.includes(okRun)) && all.some((line) => line.includes(badRun))
-        ? all
-        : undefined;
+      const shown = [okRun, badRun].map((id) => all.find((line) => line.includes(id)));
+      return shown.every((line) => line !== undefined && !/^\s*Running\s/.test(line)) ? all : undefined;
     });
     expect(lines.find((line) => line.includes(badRun))).toMatch(/^\s*Failed\s/);
     expect(lines.find((line) => line.includes(okRun))).toMatch(/^\s*Completed\s/);

@@ -29,7 +29,12 @@ import { pas } from './pas-cli';
  * derived): one embedded PostgreSQL, the Temporal server built from the pinned version on PostgreSQL
  * persistence and visibility, the migrations once, N api and N worker processes started with the
  * compose commands, nginx in front. Each process runs in its own process group, so a kill reaches the
- * whole of it (npm, its shell, node), as when a container dies; stop() kills whatever is left.
+ * whole of it (npm and node), as when a container dies; stop() kills whatever is left.
+ *
+ * PostgreSQL is an embedded server of its own rather than the suite's (global-setup.ts): the compose
+ * names are used unchanged (role and database `pas`, Temporal's `temporal` and `temporal_visibility`,
+ * which the schema job creates by those fixed names), and the Temporal server's connection pools and
+ * the kills and restarts here never touch the databases of other suites running beside this one.
  */
 
 const run = promisify(execFile);
@@ -204,7 +209,7 @@ function managed(
       stopping = true;
       if (!alive()) return;
       child!.kill('SIGTERM');
-      const done = await Promise.race([exit.then(() => true), sleep(timeoutMs).then(() => false)]);
+      const done = await Promise.race([exit.then(() => true), sleep(timeoutMs, false, { ref: false })]);
       if (!done) {
         await proc.kill('SIGKILL');
         throw new Error(`${name} did not exit within ${timeoutMs} ms of SIGTERM\n${proc.output()}`);
