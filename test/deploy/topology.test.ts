@@ -28,8 +28,10 @@ const run = promisify(execFile);
 /**
  * The production topology of docker-compose.yml, run for real as processes (test/support/topology.ts):
  * the Temporal server at the pinned version on PostgreSQL, 2 api and 2 worker processes started with
- * the compose commands, nginx with the compose site in front. Every HTTP request goes through nginx.
- * One topology for the file: it takes about a minute to start.
+ * the compose commands, nginx with the compose site in front. Every HTTP request goes through nginx;
+ * what proves "once" (rows, audit records, Temporal's own view of the runs) is read from the service's
+ * database and the Temporal frontend directly. One topology for the file: it takes about a minute to
+ * start. `npm test` runs this file after the other suites (`npm run test:topology`).
  */
 describe('the compose topology as processes', () => {
   let t: Topology;
