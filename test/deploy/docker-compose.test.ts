@@ -57,7 +57,7 @@ const ourService = (name: string): Service => {
 };
 
 /** The file `node … <entry>` runs in an npm script. */
-const scriptEntry = (script: string): string => nodeEntry(script.split(/\s+/));
+const scriptEntry = (script: string): string => nodeEntry(script.replace(/^exec\s+/, '').split(/\s+/));
 
 const cmd = dockerfile.filter(({ keyword }) => keyword === 'CMD').at(-1);
 const cmdWords = cmd ? (JSON.parse(cmd.args) as string[]) : [];
@@ -95,6 +95,14 @@ describe('docker-compose.yml', () => {
       const entry = scriptEntry(script!);
       expect(existsSync(path.join(ROOT, entry))).toBe(true);
       expect(inImage(entry)).toBe(true);
+    },
+  );
+
+  test.each(ourServices)(
+    '%s: its npm script execs node, so the SIGTERM npm passes on reaches node (a shell would die of it)',
+    (_, service) => {
+      const words = commandText(service).trim().split(/\s+/);
+      expect(packageScripts[words[2]!]).toMatch(/^exec node /);
     },
   );
 

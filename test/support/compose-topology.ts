@@ -58,8 +58,12 @@ export const COMPOSE_VARIABLES: Record<string, string> = {
 };
 
 export function loadCompose(file = COMPOSE_FILE): Compose {
+  return parseCompose(readFileSync(file, 'utf8'));
+}
+
+export function parseCompose(text: string): Compose {
   // Compose uses YAML 1.1 merge keys (`<<: *anchor`) for the shared settings.
-  return parse(readFileSync(file, 'utf8'), { merge: true }) as Compose;
+  return parse(text, { merge: true }) as Compose;
 }
 
 /** Compose interpolation: `${NAME}`, `${NAME:-default}`, `${NAME-default}` (nested), `$$` → `$`. */

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -29,7 +29,12 @@ import { pas } from './pas-cli';
  * derived): one embedded PostgreSQL, the Temporal server built from the pinned version on PostgreSQL
  * persistence and visibility, the migrations once, N api and N worker processes started with the
  * compose commands, nginx in front. Each process runs in its own process group, so a kill reaches the
- * whole of it (npm, its shell, node), as when a container dies; stop() kills whatever is left.
+ * whole of it (npm and node), as when a container dies; stop() kills whatever is left.
+ *
+ * PostgreSQL is an embedded server of its own rather than the suite's (global-setup.ts): the compose
+ * names are used unchanged (role and database `pas`, Temporal's `temporal` and `temporal_visibility`,
+ * which the schema job creates by those fixed names), and the Temporal server's connection pools and
+ * the kills and restarts here never touch the databases of other suites running beside this one.
  */
 
 const run = promisify(execFile);
@@ -79,6 +84,26 @@ export interface Topology {
   /** Runs an admin-tools job of the compose file (temporal-schema, temporal-setup) to its end. */
   runAdminJob(name: 'temporal-schema' | 'temporal-setup'): Promise<string>;
   stop(): Promise<void>;
+}
+
+/** The processes of process group `pgid` (from /proc), with their command lines. */
+export function groupMembers(pgid: number): Array<{ pid: number; cmdline: string }> {
+  const members: Array<{ pid: number; cmdline: string }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .split(' ');
+      // A zombie has ended; only its parent's bookkeeping is left.
+      if (Number(stat[2]) !== pgid || stat[0] === 'Z') continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      members.push({ pid: Number(entry), cmdline });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return members;
 }
 
 /** Every process group started here, killed on any exit of the test process (a crash included). */
@@ -136,7 +161,8 @@ function managed(
         started.once('exit', (code, signal) => {
           ended = code !== null ? `exit ${code}` : String(signal);
           log?.write(`--- ${ended} ${new Date().toISOString()}\n`);
-          if (pid !== undefined) liveGroups.delete(pid);
+          // A process of the group may outlive its leader (npm); stop() kills what is left.
+          if (pid !== undefined && groupMembers(pid).length === 0) liveGroups.delete(pid);
           resolve();
           if (restart && !stopping && !shutDown) {
             log?.write(`--- restarting (restart: unless-stopped)\n`);
@@ -166,22 +192,34 @@ function managed(
     },
     async kill(signal = 'SIGKILL') {
       stopping = true;
-      if (!alive()) return;
+      const group = child?.pid;
+      if (group === undefined || (!alive() && groupMembers(group).length === 0)) return;
       try {
-        process.kill(-child!.pid!, signal);
+        process.kill(-group, signal);
       } catch {
         // already gone
       }
       await exit;
+      if (signal === 'SIGKILL') {
+        while (groupMembers(group).length > 0) await sleep(20);
+        liveGroups.delete(group);
+      }
     },
     async terminate(timeoutMs = 30_000) {
       stopping = true;
       if (!alive()) return;
       child!.kill('SIGTERM');
-      const done = await Promise.race([exit.then(() => true), sleep(timeoutMs).then(() => false)]);
+      const done = await Promise.race([exit.then(() => true), sleep(timeoutMs, false, { ref: false })]);
       if (!done) {
         await proc.kill('SIGKILL');
         throw new Error(`${name} did not exit within ${timeoutMs} ms of SIGTERM\n${proc.output()}`);
+      }
+      const left = groupMembers(child!.pid!);
+      if (left.length > 0) {
+        await proc.kill('SIGKILL');
+        throw new Error(
+          `${name} exited on SIGTERM and left ${left.map((m) => m.cmdline).join('; ')} running`,
+        );
       }
     },
   };
@@ -289,6 +327,13 @@ export async function startTopology(options: { replicas?: number } = {}): Promis
   const stop = async () => {
     shutDown = true;
     await Promise.allSettled(started.map((proc) => proc.kill('SIGKILL')));
+    for (const group of liveGroups) {
+      try {
+        process.kill(-group, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
     await postgres?.stop();
     if (process.env.KEEP_TOPOLOGY_LOGS !== '1') await rm(runDir, { recursive: true, force: true });
   };

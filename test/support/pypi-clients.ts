@@ -1,0 +1,94 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { pythonVenv } from './python-venv';
+
+const run = promisify(execFile);
+const SCENARIOS = path.resolve(__dirname, '..', 'clients', 'client_scenarios.py');
+/** The market data the calculation scenarios read (imported by each suite its own way). */
+export const MARKET_DATA = path.resolve(__dirname, '..', '..', '..', 'shared', 'data', 'market');
+
+/** The two PyPI clients our users have, each in its own virtualenv (both install the module `everysk`). */
+export const PYPI_CLIENTS = [
+  {
+    name: 'legacy',
+    venv: 'everysk-1.0.17',
+    requirements: ['everysk==1.0.17'],
+    urlVariable: 'EVERYSK_API_ENTRY',
+  },
+  {
+    name: 'lib',
+    venv: 'everysk-lib-1.14.2',
+    requirements: ['everysk-lib[requests]==1.14.2'],
+    urlVariable: 'EVERYSK_API_URL',
+  },
+] as const;
+export type PypiClient = (typeof PYPI_CLIENTS)[number];
+
+/** test/clients/client_scenarios.py prints one line per scenario, in this order. */
+export const EXPECTED_SCENARIOS = [
+  'workspace_crud',
+  'portfolio_crud',
+  'datastore_crud',
+  'file_base64_round_trip',
+  'custom_index_crud',
+  'private_security_crud',
+  'report_share_and_remove',
+  'workflows_listed_and_retrieved',
+  'stress_test',
+  'risk_attribution',
+  'exposure',
+  'parametric_risk_attribution',
+  'sensitivity',
+  'underlying_stress_sensitivity',
+  'properties',
+  'api_error_bodies',
+  'workflow_success',
+  'workflow_failure',
+];
+
+/** The enders of the two STARTER → ENDER workflows the scenarios run: one doubles `amount`, one fails. */
+export const SCENARIO_ENDERS = {
+  ok: 'function main(args) { return { doubled: args.inputs.amount * 2 }; }',
+  fail: 'function main(args) { throw new Error("the ender refuses"); }',
+} as const;
+
+export interface ScenarioTarget {
+  baseUrl: string;
+  sid: string;
+  token: string;
+  workflowOk: string;
+  workflowFail: string;
+  reportId: string;
+}
+
+/** Runs every scenario with `client` against `target`; answers what it printed, parsed. */
+export async function runClientScenarios(
+  client: PypiClient,
+  target: ScenarioTarget,
+): Promise<{ results: Array<{ name: string; ok: boolean; detail: unknown }>; stderr: string }> {
+  const bin = await pythonVenv(client.venv, [...client.requirements]);
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    PAS_CLIENT: client.name,
+    [client.urlVariable]: target.baseUrl,
+    EVERYSK_API_SID: target.sid,
+    EVERYSK_API_TOKEN: target.token,
+    PAS_WORKFLOW_OK: target.workflowOk,
+    PAS_WORKFLOW_FAIL: target.workflowFail,
+    PAS_REPORT_ID: target.reportId,
+  };
+  let stdout = '';
+  let stderr = '';
+  try {
+    ({ stdout, stderr } = await run(path.join(bin, 'python'), [SCENARIOS], { env, timeout: 240_000 }));
+  } catch (error) {
+    ({ stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string });
+  }
+  const results = stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { name: string; ok: boolean; detail: unknown });
+  return { results, stderr };
+}
