@@ -24,7 +24,18 @@ import {
   updateWorkflowWithSchedule,
 } from '../../engine/workflows/workflow-schedules';
 import { TRIGGER_TYPES, WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
-import { Description, EntityId, IdParams, Name, PeriodBound, Tags, WorkspaceParam } from '../schemas/fields';
+import {
+  Description,
+  EntityId,
+  IdParams,
+  Name,
+  NON_BLANK_TEXT,
+  PeriodBound,
+  StoredObject,
+  Tags,
+  WorkspaceParam,
+} from '../schemas/fields';
+import { ID_PREFIXES } from '../../engine/ids';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,
@@ -40,14 +51,39 @@ const NullableNumber = Nullable(Type.Number());
 const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
   Type.Union([Type.Null(), schema], options);
 const WorkerId = Type.String({ description: 'wrkr_ plus 25 letters or digits.' });
+/** A worker's own id (an edge naming anything else is an unknown worker, a rule of the graph). */
+const NodeId = Type.String({
+  pattern: `^${ID_PREFIXES.worker}[A-Za-z0-9]{25}$`,
+  'x-rule': `${ID_PREFIXES.worker} plus 25 letters or digits`,
+  description: 'wrkr_ plus 25 letters or digits, unique in the workflow.',
+});
+/** A template id; empty, like null, means none (some clients and type coercion spell "none" so). */
+const TemplateId = Type.Union(
+  [Type.Null(), Type.Literal(''), Type.String({ pattern: `^${ID_PREFIXES.workerTemplate}[A-Za-z0-9]{25}$` })],
+  {
+    'x-rule': 'a worker template id (wtpl_…)',
+    description: 'A worker template of the account (wtpl_…); or give script.',
+  },
+);
+/** Inline source: not only spaces; empty, like null, means none. */
+const InlineScript = Type.Union([Type.Null(), Type.String({ pattern: `^(?:${NON_BLANK_TEXT})?$` })], {
+  'x-rule': 'JavaScript source defining main(args)',
+  description:
+    'Inline JavaScript defining main(args), at most 65536 bytes; or give template_id. args holds script_inputs (for the ' +
+    'STARTER overlaid with the run parameters), inputs (the previous result: null for the STARTER, one ' +
+    'item inside a FORKER branch, the ordered branch results for a BARRIER), inputs_info ({joined, ' +
+    'sources}), parameters, parallel_info ({index, length}; -1 outside a branch), worker_type, ' +
+    'worker_id, worker_execution_id, workflow_id, workflow_execution_id and workspace. What main ' +
+    'returns is the worker execution result.',
+});
 const Edge = Type.Union([Type.Array(WorkerId), WorkerId], {
   description: 'A list of worker ids (a bare id is accepted too).',
 });
 
 const WorkerNode = Type.Object(
   {
-    id: WorkerId,
-    name: Type.String(),
+    id: NodeId,
+    name: Name,
     type: Type.Union(
       ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
       {
@@ -58,22 +94,8 @@ const WorkerNode = Type.Object(
           'CONDITIONAL (its script returns a boolean, or {condition}, choosing next_true or next_false).',
       },
     ),
-    template_id: Type.Optional(
-      OrNull(Type.String({ description: 'A worker template of the account (wtpl_…); or give script.' })),
-    ),
-    script: Type.Optional(
-      OrNull(
-        Type.String({
-          description:
-            'Inline JavaScript defining main(args); or give template_id. args holds script_inputs (for the ' +
-            'STARTER overlaid with the run parameters), inputs (the previous result: null for the STARTER, one ' +
-            'item inside a FORKER branch, the ordered branch results for a BARRIER), inputs_info ({joined, ' +
-            'sources}), parameters, parallel_info ({index, length}; -1 outside a branch), worker_type, ' +
-            'worker_id, worker_execution_id, workflow_id, workflow_execution_id and workspace. What main ' +
-            'returns is the worker execution result.',
-        }),
-      ),
-    ),
+    template_id: Type.Optional(TemplateId),
+    script: Type.Optional(InlineScript),
     script_inputs: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: "Must fit the template's form_inputs." }),
     ),
@@ -82,6 +104,17 @@ const WorkerNode = Type.Object(
     next_false: Type.Optional(Edge),
   },
   { $id: 'WorkflowWorker', title: 'WorkflowWorker' },
+);
+/**
+ * A worker as a request gives it: its script inputs are stored as sent, so without NUL characters
+ * (a recursive rule, which the reply's serializer has no use for).
+ */
+const WorkerNodeInput = Type.Object(
+  {
+    ...WorkerNode.properties,
+    script_inputs: Type.Optional(StoredObject({}, { description: "Must fit the template's form_inputs." })),
+  },
+  { $id: 'WorkflowWorkerInput', title: 'WorkflowWorkerInput' },
 );
 
 const Gui = Type.Object({ offset_x: Type.Number(), offset_y: Type.Number(), zoom: Type.Number() });
@@ -118,7 +151,7 @@ const workflowFields = {
     }),
   ),
   trigger_config: Type.Optional(
-    OrNull(Type.Record(Type.String(), Type.Unknown()), {
+    OrNull(StoredObject(), {
       description:
         'Object: what activates the trigger. Default {}. TIME_BASED: {cron, timezone}, a 5-field cron expression ' +
         '(minute hour day-of-month month day-of-week, e.g. "0 7 * * 1-5") and an IANA time zone (default "UTC"); ' +
@@ -137,7 +170,7 @@ const workflowFields = {
       { description: '{offset_x, offset_y, zoom}, numbers.' },
     ),
   ),
-  workers: Type.Array(Type.Ref('WorkflowWorker'), {
+  workers: Type.Array(Type.Ref('WorkflowWorkerInput'), {
     description:
       'Replaces the whole graph on update. Exactly one STARTER, every path ending at an ENDER, ' +
       'no cycle, each FORKER joined by one BARRIER downstream (forks do not nest).',
@@ -263,14 +296,14 @@ const GroupedWorkerExecutions = Type.Object(
 const workspaceField = WorkspaceParam;
 /** The longest a request may wait for a run to end (below common proxy and client timeouts). */
 const MAX_WAIT_SECONDS = 30;
-
-function waitSecondsOf(value: string | undefined): number {
-  if (value === undefined || value === '') return 0;
-  if (!/^\d{1,2}$/.test(value) || Number(value) > MAX_WAIT_SECONDS) {
-    throw new InvalidInput(`wait_seconds must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS}.`);
-  }
-  return Number(value);
-}
+/** Whole seconds 0 to 30, written with one or two digits; empty means 0. */
+const WaitSeconds = Type.String({
+  pattern: '^(?:[0-2]?[0-9]|30)?$',
+  'x-rule': `a whole number of seconds from 0 to ${MAX_WAIT_SECONDS}`,
+  description:
+    `Extension. Whole seconds, 0 to ${MAX_WAIT_SECONDS} (default 0): with workflow_execution_id, ` +
+    'wait up to this long for the run to leave RUNNING before answering.',
+});
 const IdParam = IdParams('workflow');
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 const WorkflowReply = Type.Object({ workflow: Type.Ref('Workflow') });
@@ -291,6 +324,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
   { db, workflows },
 ) => {
   app.addSchema(WorkerNode);
+  app.addSchema(WorkerNodeInput);
   app.addSchema(Workflow);
   app.addSchema(WorkflowExecution);
   app.addSchema(WorkerExecution);
@@ -628,13 +662,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
         params: IdParam,
         querystring: Type.Object({
           workflow_execution_id: Type.Optional(Type.String({ description: 'Returns {workflow_execution}.' })),
-          wait_seconds: Type.Optional(
-            Type.String({
-              description:
-                `Extension. Whole seconds, 0 to ${MAX_WAIT_SECONDS} (default 0): with workflow_execution_id, ` +
-                'wait up to this long for the run to leave RUNNING before answering.',
-            }),
-          ),
+          wait_seconds: Type.Optional(WaitSeconds),
           worker_id: Type.Optional(Type.String({ description: 'Only executions that ran that worker.' })),
           with_resume: Type.Optional(LooseBoolean),
           page_size: Type.Optional(Type.String({ description: '1 to 100, default 10.' })),
@@ -657,7 +685,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
       const { query } = request;
       const accountId = request.principal!.accountId;
       const withResume = looseBoolean(query.with_resume, false);
-      const waitSeconds = waitSecondsOf(query.wait_seconds);
+      const waitSeconds = Number(query.wait_seconds || 0);
       if (query.workflow_execution_id) {
         const executionId = query.workflow_execution_id;
         const read = () =>

@@ -4,7 +4,7 @@ import { checkAuthorization } from './report-store';
 
 /** The only state the service gives a stored template (the interface's sample value). */
 export const TEMPLATE_STATUS_OK = 'OK';
-const CATEGORY_MAX_LENGTH = 100;
+export const CATEGORY_MAX_LENGTH = 100;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
