@@ -110,10 +110,13 @@ export function validationMessage(context: string | undefined, issues: Validatio
   const issue = mostTelling(issues);
   if (!issue) return 'Invalid request.';
   // A rule no single field carries (one of two fields required, say), or one with its own wording
-  // (an OAuth error code), words its whole message; `{field}` in it is the value's name.
+  // (an OAuth error code), words its whole message; `{field}` in it is the value's name, `{value}` the
+  // string given.
   const whole = issue.parentSchema?.['x-message'];
-  if (whole && ['anyOf', 'enum', 'const'].includes(issue.keyword)) {
-    return whole.replace('{field}', fieldName(issue.instancePath));
+  if (whole && ['anyOf', 'enum', 'const', 'pattern'].includes(issue.keyword)) {
+    return whole
+      .replace('{field}', () => fieldName(issue.instancePath))
+      .replace('{value}', () => (typeof issue.data === 'string' ? issue.data : ''));
   }
   if (issue.keyword === 'required') {
     const field = fieldName(issue.instancePath, String(issue.params.missingProperty));
