@@ -40,9 +40,16 @@ const securityFields = {
  * A security object in a calculation: `id`, `symbol` and `quantity` required; unknown keys are
  * ignored. Position ids must differ from each other (checked by the service).
  */
-export const SecurityInput = Type.Object(securityFields, {
-  description: 'A position: id, symbol, quantity required.',
-});
+export const SecurityInput = Type.Object(
+  {
+    ...securityFields,
+    // The model converts with it: a rate must be positive (a stored portfolio keeps what it is given).
+    fx_rate: Type.Optional(
+      Type.Union([Type.Number({ exclusiveMinimum: 0, 'x-rule': 'greater than 0' }), Type.Null()]),
+    ),
+  },
+  { description: 'A position: id, symbol, quantity required.' },
+);
 
 /**
  * A security object of a portfolio: as in a calculation, but stored as sent, unknown keys included,
