@@ -76,7 +76,9 @@ const AJV_OPTIONS = {
   // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
   verbose: true,
   // `x-rule` and `x-message` word a rule for error messages (and are valid OpenAPI extensions).
-  keywords: ['x-rule', 'x-message', 'x-pattern-rule'],
+  keywords: ['x-rule', 'x-message', 'x-pattern-rule', 'x-pattern-message'],
+  // StorableJson (any JSON value) lists every type, so that its pattern and object keywords apply.
+  allowUnionTypes: true,
 };
 
 /**

@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ErrorBody } from '../schemas/common';
+import { StorableJson } from '../schemas/fields';
 
 export const DOCS_PREFIX = '/v2/docs';
 
@@ -10,6 +11,7 @@ export const DOCS_PREFIX = '/v2/docs';
 export default fp(
   async function openapi(app: FastifyInstance, options: { version: string }) {
     app.addSchema(ErrorBody);
+    app.addSchema(StorableJson);
     await app.register(swagger, {
       openapi: {
         openapi: '3.0.3',

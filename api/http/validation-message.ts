@@ -17,6 +17,8 @@ export interface ValidationIssue {
     'x-message'?: string;
     /** Words only a `pattern` failure (the string's other rules have words of their own). */
     'x-pattern-rule'?: string;
+    /** What a `pattern` failure says after the field's name, when "must be …" does not fit. */
+    'x-pattern-message'?: string;
     anyOf?: Array<{ const?: unknown; type?: string }>;
   };
 }
@@ -75,6 +77,7 @@ function rule(issue: ValidationIssue): string {
     case 'maxItems':
       return `must hold at most ${String(p.limit)} item${Number(p.limit) === 1 ? '' : 's'}`;
     case 'pattern':
+      if (issue.parentSchema?.['x-pattern-message']) return issue.parentSchema['x-pattern-message'];
       if (issue.parentSchema?.['x-pattern-rule']) return `must be ${issue.parentSchema['x-pattern-rule']}`;
       return description ? `must be ${description.replace(/\.$/, '')}` : 'is not in the expected format';
     case 'format':
@@ -106,9 +109,15 @@ function rule(issue: ValidationIssue): string {
 export function validationMessage(context: string | undefined, issues: ValidationIssue[]): string {
   const issue = mostTelling(issues);
   if (!issue) return 'Invalid request.';
-  // A rule no single field carries (one of two fields required, say) words its whole message.
+  // A rule no single field carries (one of two fields required, say), or one with its own wording
+  // (an OAuth error code), words its whole message; `{field}` in it is the value's name, `{value}` the
+  // string given.
   const whole = issue.parentSchema?.['x-message'];
-  if (whole && issue.keyword === 'anyOf') return whole;
+  if (whole && ['anyOf', 'enum', 'const', 'pattern'].includes(issue.keyword)) {
+    return whole
+      .replace('{field}', () => fieldName(issue.instancePath))
+      .replace('{value}', () => (typeof issue.data === 'string' ? issue.data : ''));
+  }
   if (issue.keyword === 'required') {
     const field = fieldName(issue.instancePath, String(issue.params.missingProperty));
     return `${field} is required${context === 'querystring' ? ' (query parameter)' : ''}.`;
@@ -141,12 +150,22 @@ function mostTelling(issues: ValidationIssue[]): ValidationIssue | undefined {
   if (matching.length === 1 && union.schemaPath) {
     const prefix = `${union.schemaPath}/${options.indexOf(matching[0]!)}/`;
     // Inside that branch the same reading applies again (a nullable number inside a nullable object).
+    // Errors inside a named schema the branch refers to (StorableJson) carry that schema's own path.
     const inBranch = issues.filter(
-      (issue) => issue.instancePath.startsWith(union.instancePath) && issue.schemaPath?.startsWith(prefix),
+      (issue) =>
+        issue.instancePath.startsWith(union.instancePath) &&
+        (issue.schemaPath?.startsWith(prefix) ||
+          (!issue.schemaPath?.startsWith(union.schemaPath!) &&
+            issue.instancePath.startsWith(`${union.instancePath}/`))),
     );
     const branch = mostTelling(inBranch);
-    // A union that words its rule speaks for the field itself; a deeper field speaks for itself.
-    if (branch && !(worded && branch.instancePath === union.instancePath)) return branch;
+    // A union that words its rule speaks for the field itself; a deeper field speaks for itself, and so
+    // does a rule with its own words about the value (a key holding a NUL character).
+    if (
+      branch &&
+      (!(worded && branch.instancePath === union.instancePath) || branch.parentSchema?.['x-pattern-message'])
+    )
+      return branch;
   }
   return union;
 }

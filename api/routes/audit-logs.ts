@@ -5,6 +5,7 @@ import { AUDIT_SOURCES } from '../../engine/platform/principal';
 import { getAuditLog, listAuditLogs } from '../../engine/store/audit-log-queries';
 import type { Database } from '../../engine/platform/database';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
+import { DATE_PATTERN, PeriodBound } from '../schemas/fields';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
@@ -71,10 +72,25 @@ const AuditLogDetail = Type.Object(
 );
 
 const PERIOD = 'YYYYMMDD or "YYYYMMDD HH:MM:SS" (URL-encode the space), UTC, inclusive.';
+/**
+ * The audit trail's period bound: the list filters' rule (PeriodBound), in two steps so that each
+ * message names the value given: a day and a time in the format, then a real time of day.
+ */
+const AuditPeriodBound = (description: string) =>
+  Type.String({
+    allOf: [
+      {
+        pattern: `^${DATE_PATTERN}(?: [0-9]{2}:[0-9]{2}:[0-9]{2})?$`,
+        'x-message': '{field} must be YYYYMMDD or "YYYYMMDD HH:MM:SS" (UTC), got "{value}".',
+      },
+      { pattern: PeriodBound.pattern, 'x-message': '{field} has an invalid time of day: "{value}".' },
+    ],
+    description,
+  });
 const AuditListQuery = Type.Object({
-  start: Type.Optional(Type.String({ description: `Earliest record time: ${PERIOD}` })),
-  end: Type.Optional(Type.String({ description: `Latest record time: ${PERIOD}` })),
-  date_time: Type.Optional(Type.String({ description: `Sets start and end to the same value: ${PERIOD}` })),
+  start: Type.Optional(AuditPeriodBound(`Earliest record time: ${PERIOD}`)),
+  end: Type.Optional(AuditPeriodBound(`Latest record time: ${PERIOD}`)),
+  date_time: Type.Optional(AuditPeriodBound(`Sets start and end to the same value: ${PERIOD}`)),
   page_size: Type.Optional(PageSize),
   page_token: Type.Optional(PageToken),
 });

@@ -7,7 +7,11 @@ import { InvalidInput } from '../../engine/platform/errors';
 import { errorResponses } from '../schemas/common';
 
 const TokenRequest = Type.Object({
-  grant_type: Type.String({ description: 'Must be `client_credentials`.' }),
+  grant_type: Type.String({
+    enum: ['client_credentials'],
+    'x-message': 'unsupported_grant_type: only client_credentials is supported.',
+    description: 'Must be `client_credentials`.',
+  }),
   client_id: Type.Optional(Type.String()),
   client_secret: Type.Optional(Type.String()),
   scope: Type.Optional(Type.String({ description: 'Ignored: a token carries its client user permissions.' })),
@@ -76,9 +80,6 @@ const oauthTokenRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app
       },
     },
     async (request) => {
-      if (request.body.grant_type !== 'client_credentials') {
-        throw new InvalidInput('unsupported_grant_type: only client_credentials is supported.');
-      }
       const { id, secret } = clientCredentials(request.headers.authorization, request.body);
       return signIn(db, id, secret, context(request));
     },

@@ -3,7 +3,7 @@ import { PORTFOLIO } from '../../engine/kinds/portfolio';
 import { resourceRoutes } from '../http/resource-routes';
 import { Nullable } from '../schemas/entity-lists';
 import { CurrencyCode } from '../schemas/fields';
-import { SECURITIES_MAX_WITH_NLV, SecurityInput } from '../schemas/security';
+import { SECURITIES_MAX_WITH_NLV, StoredSecurityInput } from '../schemas/security';
 
 const NullableNumber = Nullable(Type.Number());
 const NullableString = Nullable(Type.String());
@@ -54,7 +54,7 @@ export default resourceRoutes({
         description: 'Null: calculated from the cash positions. With nlv, up to 3000 securities.',
       }),
     ),
-    securities: Type.Array(SecurityInput, {
+    securities: Type.Array(StoredSecurityInput, {
       maxItems: SECURITIES_MAX_WITH_NLV,
       description: 'At most 250 securities, or 3000 when nlv is supplied.',
     }),

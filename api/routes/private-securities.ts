@@ -1,16 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { PRIVATE_SECURITY } from '../../engine/kinds/private-security';
 import { resourceRoutes } from '../http/resource-routes';
-import { ClientSymbol, CurrencyCode, Name } from '../schemas/fields';
+import { ClientSymbol, CurrencyCode, Name, StoredObject } from '../schemas/fields';
 
 const InstrumentType = Type.String({
   pattern: '^[A-Z][A-Z0-9_]{0,49}$',
   'x-rule': 'an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME',
   description: 'Upper-case instrument type (EQUITY, FIXED_INCOME, …), shown as instrument_type.',
 });
-const Data = Type.Record(Type.String(), Type.Unknown(), {
-  description: 'A JSON object; replaced whole on update.',
-});
+const Data = StoredObject({}, { description: 'A JSON object; replaced whole on update.' });
 
 /** Private securities: client-named (PRIVATE:…), account-wide, nothing beyond CRUD. */
 export default resourceRoutes({

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { REPORT_TEMPLATE } from '../../engine/kinds/report-template';
+import { CATEGORY_MAX_LENGTH, REPORT_TEMPLATE } from '../../engine/kinds/report-template';
 import { resourceRoutes } from '../http/resource-routes';
+import { STORABLE_KEY, StorableText, StoredJson, StoredObject } from '../schemas/fields';
 
 const AdvancedSetting = Type.Record(Type.String(), Type.Unknown(), {
   description: 'A setting: `variant` and `select` with `value` and `label`.',
@@ -37,22 +38,26 @@ export default resourceRoutes({
       }),
     ),
     categories: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
-        description: 'Array of strings. Default [].',
+      Type.Array(StorableText({ minLength: 1, maxLength: CATEGORY_MAX_LENGTH }), {
+        description: `Array of strings of 1 to ${CATEGORY_MAX_LENGTH} characters. Default [].`,
       }),
     ),
-    layout: Type.Optional(Type.Array(Type.Unknown(), { description: 'Array. Default [].' })),
+    layout: Type.Optional(Type.Array(StoredJson(), { description: 'Array. Default [].' })),
     global_parameters: Type.Optional(
-      Type.Object(
+      StoredObject(
         {
           advanced_settings: Type.Optional(
             Type.Union(
               [
-                Type.Record(
-                  Type.String(),
-                  Type.Record(Type.String(), Type.Unknown(), {
-                    'x-rule': 'an object (with variant and select)',
-                  }),
+                Type.Object(
+                  {},
+                  {
+                    propertyNames: STORABLE_KEY,
+                    additionalProperties: StoredObject(
+                      {},
+                      { 'x-rule': 'an object (with variant and select)' },
+                    ),
+                  },
                 ),
                 Type.Null(),
               ],

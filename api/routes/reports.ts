@@ -13,7 +13,17 @@ import {
   shareView,
   updateReport,
 } from '../../engine/reports/report-store';
-import { DateYmd, Description, IdParams, Name, StorableText, Tags, WorkspaceParam } from '../schemas/fields';
+import {
+  DateYmd,
+  Description,
+  IdParams,
+  Name,
+  StorableText,
+  StoredJson,
+  StoredObject,
+  Tags,
+  WorkspaceParam,
+} from '../schemas/fields';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 
@@ -76,7 +86,7 @@ const SharedReport = Type.Object(
 const workspaceField = WorkspaceParam;
 
 // What a schema cannot state stays in the engine: distinct widget ids, and what each drawn widget type needs.
-const Widget = Type.Object(
+const Widget = StoredObject(
   {
     name: Name,
     id: Type.Optional(
@@ -109,7 +119,7 @@ const reportFields = {
   date: Type.Optional(
     Type.Union([DateYmd, Type.Null()], { description: 'YYYYMMDD; default the creation day.' }),
   ),
-  data: Type.Optional(Type.Array(Type.Unknown(), { description: 'The report content. Default [].' })),
+  data: Type.Optional(Type.Array(StoredJson(), { description: 'The report content. Default [].' })),
   widgets: Type.Optional(Type.Array(Widget, { description: 'Default [].' })),
   authorization: Type.Optional(
     Type.String({

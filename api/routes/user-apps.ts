@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { ENV_VAR_VALUE_MAX, ENV_VARS_MAX, USER_APP } from '../../engine/kinds/user-app';
 import { resourceRoutes } from '../http/resource-routes';
-import { Name } from '../schemas/fields';
+import { Name, StoredObject } from '../schemas/fields';
 
 /** User apps: the interface reads them; publishing tools create them here (an extension). */
 export default resourceRoutes({
@@ -21,7 +21,7 @@ export default resourceRoutes({
   // Python clients send None for every argument left unset: null means "not given" here.
   fields: {
     data: Type.Optional(
-      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+      Type.Union([StoredObject(), Type.Null()], {
         'x-rule': 'a JSON object',
         description: 'A JSON object, default {}; replaced whole on update.',
       }),
@@ -29,10 +29,15 @@ export default resourceRoutes({
     env_vars: Type.Optional(
       Type.Union(
         [
-          Type.Record(
-            Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }),
-            Type.String({ maxLength: ENV_VAR_VALUE_MAX }),
-            { maxProperties: ENV_VARS_MAX, additionalProperties: false },
+          // propertyNames, not patternProperties: OpenAPI 3.0 has no patternProperties, and the
+          // document would lose the names' rule.
+          Type.Object(
+            {},
+            {
+              propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' },
+              additionalProperties: Type.String({ maxLength: ENV_VAR_VALUE_MAX }),
+              maxProperties: ENV_VARS_MAX,
+            },
           ),
           Type.Null(),
         ],

@@ -8,7 +8,7 @@ import {
   WORKER_TEMPLATE_TYPES,
 } from '../../engine/kinds/worker-template';
 import { resourceRoutes } from '../http/resource-routes';
-import { Name } from '../schemas/fields';
+import { Name, NON_BLANK_TEXT, StoredObject } from '../schemas/fields';
 import { Nullable } from '../schemas/entity-lists';
 
 const FormInput = Type.Object(
@@ -74,7 +74,7 @@ const SandboxLimit = (bounds: { min: number; max: number }, description: string)
   );
 const Script = Type.String({
   minLength: 1,
-  pattern: '[^\\t\\n\\u000b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]',
+  pattern: `^${NON_BLANK_TEXT}$`,
   'x-rule': 'the source text of the worker, a non-empty string',
   description: `Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
 });
@@ -123,9 +123,17 @@ const fields = {
   form_inputs: Type.Optional(
     OrNull(
       Type.Array(
-        Type.Object(
+        StoredObject(
           { type: Type.String({ minLength: 1 }) },
-          { description: 'An input: id (or name) and type.' },
+          {
+            description: 'An input: id (or name) and type, and any further settings, kept as sent.',
+            // Not `properties`: a non-string id beside a good name is still an input with a key.
+            anyOf: [
+              { required: ['id'], properties: { id: { type: 'string', minLength: 1 } } },
+              { required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
+            ],
+            'x-message': '{field} needs an id or a name (a non-empty string).',
+          },
         ),
         { maxItems: FORM_INPUTS_MAX },
       ),

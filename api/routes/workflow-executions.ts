@@ -27,13 +27,14 @@ const workspaceField = WorkspaceParam;
 /** The longest a request may wait for a run to end (below common proxy and client timeouts). */
 const MAX_WAIT_SECONDS = 30;
 
-function waitSecondsOf(value: string | undefined): number {
-  if (value === undefined || value === '') return 0;
-  if (!/^\d{1,2}$/.test(value) || Number(value) > MAX_WAIT_SECONDS) {
-    throw new InvalidInput(`wait_seconds must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS}.`);
-  }
-  return Number(value);
-}
+/** Whole seconds 0 to 30, written with one or two digits; empty means 0. */
+const WaitSeconds = Type.String({
+  pattern: '^(?:[0-2]?[0-9]|30)?$',
+  'x-rule': `a whole number of seconds from 0 to ${MAX_WAIT_SECONDS}`,
+  description:
+    `Extension. Whole seconds, 0 to ${MAX_WAIT_SECONDS} (default 0): with workflow_execution_id, ` +
+    'wait up to this long for the run to leave RUNNING before answering.',
+});
 const tags = ['Workflows'];
 const config = { auditEntity: 'Workflow' } as const;
 
@@ -263,13 +264,7 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
         params: IdParam,
         querystring: Type.Object({
           workflow_execution_id: Type.Optional(Type.String({ description: 'Returns {workflow_execution}.' })),
-          wait_seconds: Type.Optional(
-            Type.String({
-              description:
-                `Extension. Whole seconds, 0 to ${MAX_WAIT_SECONDS} (default 0): with workflow_execution_id, ` +
-                'wait up to this long for the run to leave RUNNING before answering.',
-            }),
-          ),
+          wait_seconds: Type.Optional(WaitSeconds),
           worker_id: Type.Optional(Type.String({ description: 'Only executions that ran that worker.' })),
           with_resume: Type.Optional(LooseBoolean),
           page_size: Type.Optional(Type.String({ description: '1 to 100, default 10.' })),
@@ -292,7 +287,7 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
       const { query } = request;
       const accountId = request.principal!.accountId;
       const withResume = looseBoolean(query.with_resume, false);
-      const waitSeconds = waitSecondsOf(query.wait_seconds);
+      const waitSeconds = Number(query.wait_seconds || 0);
       if (query.workflow_execution_id) {
         const executionId = query.workflow_execution_id;
         const read = () =>

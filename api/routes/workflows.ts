@@ -14,6 +14,7 @@ import { errorResponses } from '../schemas/common';
 import { listQuerystring, listReply, listRequest } from '../schemas/entity-lists';
 import {
   WorkerNode,
+  WorkerNodeInput,
   Workflow,
   WorkflowExecution,
   WorkerExecution,
@@ -35,6 +36,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
   { db, workflows },
 ) => {
   app.addSchema(WorkerNode);
+  app.addSchema(WorkerNodeInput);
   app.addSchema(Workflow);
   app.addSchema(WorkflowExecution);
   app.addSchema(WorkerExecution);

@@ -5,7 +5,7 @@
  * flag) and Python (the clients' and schemathesis's `re`): plain character classes, no \p{…}, no
  * lookarounds.
  */
-import { type TString, Type } from '@sinclair/typebox';
+import { type ObjectOptions, type TProperties, type TString, Type } from '@sinclair/typebox';
 import { SYMBOL_MAX, symbolRule } from '../../engine/store/resource-kind';
 import { ID_PREFIXES, type IdKind } from '../../engine/platform/ids';
 import { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX } from '../../engine/store/entity-fields';
@@ -31,11 +31,54 @@ export function StorableText(options: { minLength?: number; maxLength?: number; 
   });
 }
 
+/** An object key PostgreSQL can store (as `propertyNames`). */
+export const STORABLE_KEY = {
+  pattern: `^${STORABLE_CHAR}*$`,
+  'x-pattern-message': 'has a key with a NUL character or an unpaired surrogate',
+};
+
+/**
+ * Any JSON value PostgreSQL can store, at any depth: no NUL character in a string or an object key
+ * (the engine's storable-json check, which also refuses unpaired surrogates and nesting past 100
+ * levels, neither of which a pattern Python's `re` reads can state). Recursive, so it is one named
+ * schema (registered with the OpenAPI plugin) that fields refer to.
+ */
+export const StorableJson = Type.Unsafe<unknown>({
+  $id: 'StorableJson',
+  title: 'StorableJson',
+  type: ['string', 'number', 'boolean', 'null', 'array', 'object'],
+  description: 'Any JSON value without NUL characters in its strings and keys.',
+  pattern: `^${STORABLE_CHAR}*$`,
+  'x-pattern-message': 'holds a NUL character or an unpaired surrogate',
+  items: { $ref: 'StorableJson' },
+  propertyNames: STORABLE_KEY,
+  additionalProperties: { $ref: 'StorableJson' },
+});
+
+/** A JSON value stored as sent (report content, a security's extra_data): see StorableJson. */
+export const StoredJson = (options: { description?: string } = {}) =>
+  Type.Unsafe<unknown>({ ...options, $ref: 'StorableJson' });
+
+/**
+ * A JSON object stored as sent: its keys and everything inside free, but without NUL characters.
+ * `properties` are the keys it declares (each with its own schema); any other key is a StorableJson.
+ */
+export function StoredObject<T extends TProperties>(properties: T = {} as T, options: ObjectOptions = {}) {
+  return Type.Object(properties, {
+    ...options,
+    propertyNames: STORABLE_KEY,
+    additionalProperties: Type.Unsafe({ $ref: 'StorableJson' }),
+  });
+}
+
+/** Text that JavaScript's trim() leaves non-empty, without NUL characters (a pattern's body). */
+export const NON_BLANK_TEXT = `${STORABLE_CHAR}*${VISIBLE_CHAR}${STORABLE_CHAR}*`;
+
 /** A name: 1 to 200 characters, not only spaces. */
 export const Name = Type.String({
   minLength: 1,
   maxLength: NAME_MAX,
-  pattern: `^${STORABLE_CHAR}*${VISIBLE_CHAR}${STORABLE_CHAR}*$`,
+  pattern: `^${NON_BLANK_TEXT}$`,
   'x-rule': 'a name of 1 to 200 characters, not only spaces, without NUL characters',
   description: '1 to 200 characters.',
 });

@@ -1,7 +1,8 @@
 /** The schemas of the workflow routes (api/routes/workflows.ts) and of their runs (workflow-executions.ts). */
 import { type TSchema, Type } from '@sinclair/typebox';
+import { ID_PREFIXES } from '../../engine/platform/ids';
 import { TRIGGER_TYPES } from '../../engine/workflows/workflow-store';
-import { Description, IdParams, Name, Tags, WorkspaceParam } from './fields';
+import { Description, IdParams, Name, NON_BLANK_TEXT, StoredObject, Tags, WorkspaceParam } from './fields';
 import { Timestamp } from './common';
 import { Nullable } from './entity-lists';
 
@@ -10,14 +11,39 @@ export const NullableNumber = Nullable(Type.Number());
 export const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
   Type.Union([Type.Null(), schema], options);
 export const WorkerId = Type.String({ description: 'wrkr_ plus 25 letters or digits.' });
+/** A worker's own id (an edge naming anything else is an unknown worker, a rule of the graph). */
+const NodeId = Type.String({
+  pattern: `^${ID_PREFIXES.worker}[A-Za-z0-9]{25}$`,
+  'x-rule': `${ID_PREFIXES.worker} plus 25 letters or digits`,
+  description: 'wrkr_ plus 25 letters or digits, unique in the workflow.',
+});
+/** A template id; empty, like null, means none (some clients and type coercion spell "none" so). */
+const TemplateId = Type.Union(
+  [Type.Null(), Type.Literal(''), Type.String({ pattern: `^${ID_PREFIXES.workerTemplate}[A-Za-z0-9]{25}$` })],
+  {
+    'x-rule': 'a worker template id (wtpl_…)',
+    description: 'A worker template of the account (wtpl_…); or give script.',
+  },
+);
+/** Inline source: not only spaces; empty, like null, means none. */
+const InlineScript = Type.Union([Type.Null(), Type.String({ pattern: `^(?:${NON_BLANK_TEXT})?$` })], {
+  'x-rule': 'JavaScript source defining main(args)',
+  description:
+    'Inline JavaScript defining main(args), at most 65536 bytes; or give template_id. args holds script_inputs (for the ' +
+    'STARTER overlaid with the run parameters), inputs (the previous result: null for the STARTER, one ' +
+    'item inside a FORKER branch, the ordered branch results for a BARRIER), inputs_info ({joined, ' +
+    'sources}), parameters, parallel_info ({index, length}; -1 outside a branch), worker_type, ' +
+    'worker_id, worker_execution_id, workflow_id, workflow_execution_id and workspace. What main ' +
+    'returns is the worker execution result.',
+});
 export const Edge = Type.Union([Type.Array(WorkerId), WorkerId], {
   description: 'A list of worker ids (a bare id is accepted too).',
 });
 
 export const WorkerNode = Type.Object(
   {
-    id: WorkerId,
-    name: Type.String(),
+    id: NodeId,
+    name: Name,
     type: Type.Union(
       ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
       {
@@ -28,22 +54,8 @@ export const WorkerNode = Type.Object(
           'CONDITIONAL (its script returns a boolean, or {condition}, choosing next_true or next_false).',
       },
     ),
-    template_id: Type.Optional(
-      OrNull(Type.String({ description: 'A worker template of the account (wtpl_…); or give script.' })),
-    ),
-    script: Type.Optional(
-      OrNull(
-        Type.String({
-          description:
-            'Inline JavaScript defining main(args); or give template_id. args holds script_inputs (for the ' +
-            'STARTER overlaid with the run parameters), inputs (the previous result: null for the STARTER, one ' +
-            'item inside a FORKER branch, the ordered branch results for a BARRIER), inputs_info ({joined, ' +
-            'sources}), parameters, parallel_info ({index, length}; -1 outside a branch), worker_type, ' +
-            'worker_id, worker_execution_id, workflow_id, workflow_execution_id and workspace. What main ' +
-            'returns is the worker execution result.',
-        }),
-      ),
-    ),
+    template_id: Type.Optional(TemplateId),
+    script: Type.Optional(InlineScript),
     script_inputs: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: "Must fit the template's form_inputs." }),
     ),
@@ -52,6 +64,17 @@ export const WorkerNode = Type.Object(
     next_false: Type.Optional(Edge),
   },
   { $id: 'WorkflowWorker', title: 'WorkflowWorker' },
+);
+/**
+ * A worker as a request gives it: its script inputs are stored as sent, so without NUL characters
+ * (a recursive rule, which the reply's serializer has no use for).
+ */
+export const WorkerNodeInput = Type.Object(
+  {
+    ...WorkerNode.properties,
+    script_inputs: Type.Optional(StoredObject({}, { description: "Must fit the template's form_inputs." })),
+  },
+  { $id: 'WorkflowWorkerInput', title: 'WorkflowWorkerInput' },
 );
 
 export const Gui = Type.Object({ offset_x: Type.Number(), offset_y: Type.Number(), zoom: Type.Number() });
@@ -88,7 +111,7 @@ export const workflowFields = {
     }),
   ),
   trigger_config: Type.Optional(
-    OrNull(Type.Record(Type.String(), Type.Unknown()), {
+    OrNull(StoredObject(), {
       description:
         'Object: what activates the trigger. Default {}. TIME_BASED: {cron, timezone}, a 5-field cron expression ' +
         '(minute hour day-of-month month day-of-week, e.g. "0 7 * * 1-5") and an IANA time zone (default "UTC"); ' +
@@ -107,7 +130,7 @@ export const workflowFields = {
       { description: '{offset_x, offset_y, zoom}, numbers.' },
     ),
   ),
-  workers: Type.Array(Type.Ref('WorkflowWorker'), {
+  workers: Type.Array(Type.Ref('WorkflowWorkerInput'), {
     description:
       'Replaces the whole graph on update. Exactly one STARTER, every path ending at an ENDER, ' +
       'no cycle, each FORKER joined by one BARRIER downstream (forks do not nest).',

@@ -16,7 +16,7 @@ export function checkAuthorization(value: unknown): ReportAuthorization {
 
 /** The only state the service gives a stored template (the interface's sample value). */
 export const TEMPLATE_STATUS_OK = 'OK';
-const CATEGORY_MAX_LENGTH = 100;
+export const CATEGORY_MAX_LENGTH = 100;
 
 export function checkCategories(value: unknown): string[] {
   if (!Array.isArray(value)) throw new InvalidInput('categories must be an array of strings.');

@@ -8,6 +8,8 @@ import { useTestApp } from '../support/use-test-app';
 
 const run = promisify(execFile);
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'test-artifacts');
+/** The check that each refusal of a schema-valid request is one schemathesis.toml lists. */
+const HOOKS = path.join(__dirname, 'listed-refusals.py');
 
 /** Pinned: a new schemathesis release brings new checks, which should arrive by a deliberate bump. */
 const SCHEMATHESIS = 'schemathesis==4.32.5';
@@ -15,7 +17,12 @@ const SCHEMATHESIS = 'schemathesis==4.32.5';
 /**
  * The contract tested from outside: schemathesis, as an integrator would run it, against the live app on
  * a loopback socket with a valid API key, every check on every operation. Zero failures is the bar.
- * Examples per operation are capped so the run stays within a few minutes on two cores.
+ * Deterministic (`--generation-deterministic`: no seed, no example database), so every run sends the
+ * same requests: a failure comes from a change, never from chance. Fuzzing examples per operation are
+ * capped (the coverage phase, which does not take the cap, is most of the run) to keep it near two
+ * minutes on two cores. A 400 to a schema-valid request passes only where schemathesis.toml lists its
+ * rule (listed-refusals.py). For a run by hand, ST_EXTRA adds schemathesis arguments (split on spaces)
+ * and LISTED_REFUSALS_REPORT=<file> makes listed-refusals.py collect unlisted refusals there instead.
  */
 describe('schemathesis against the served OpenAPI document', () => {
   const h = useTestApp({ rateLimitPerMinute: 1_000_000 });
@@ -30,45 +37,52 @@ describe('schemathesis against the served OpenAPI document', () => {
     bin = await pythonVenv('schemathesis', [SCHEMATHESIS], { preferPython: ['python3.13', 'python3.12'] });
   }, 300_000);
 
-  test('every operation, --checks all: no failure', async () => {
+  /** schemathesis as configured here, with the check of listed refusals loaded; its exit code and output. */
+  async function schemathesis(
+    configFile: string,
+    extra: string[],
+  ): Promise<{ code: number; output: string }> {
     const args = [
       '--config-file',
-      path.join(__dirname, 'schemathesis.toml'),
+      configFile,
       'run',
       `${baseUrl}/v2/openapi.json`,
       '--checks',
       'all',
       '--header',
       `Authorization: ${h.account.bearer}`,
-      '--max-examples',
-      '12',
-      '--phases',
-      'examples,coverage,fuzzing',
-      '--workers',
-      '2',
       '--generation-deterministic',
       '--suppress-health-check',
       'all',
       '--no-color',
+      ...extra,
+      ...(process.env.ST_EXTRA ? process.env.ST_EXTRA.split(' ') : []),
     ];
     mkdirSync(ARTIFACTS, { recursive: true });
-    let output = '';
-    let code = 0;
     try {
       const { stdout, stderr } = await run(path.join(bin, 'st'), args, {
         timeout: 290_000,
         maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, PYTHONUNBUFFERED: '1' },
+        env: { ...process.env, PYTHONUNBUFFERED: '1', SCHEMATHESIS_HOOKS: HOOKS },
         // Its example database stays with the other test artifacts, out of the work tree.
         cwd: ARTIFACTS,
       });
-      output = stdout + stderr;
+      return { code: 0, output: stdout + stderr };
     } catch (error) {
       const failed = error as { stdout?: string; stderr?: string; code?: number };
-      output = (failed.stdout ?? '') + (failed.stderr ?? '');
-      code = failed.code ?? 1;
+      return { code: failed.code ?? 1, output: (failed.stdout ?? '') + (failed.stderr ?? '') };
     }
-    mkdirSync(ARTIFACTS, { recursive: true });
+  }
+
+  test('every operation, --checks all: no failure', async () => {
+    const { code, output } = await schemathesis(path.join(__dirname, 'schemathesis.toml'), [
+      '--max-examples',
+      '6',
+      '--phases',
+      'examples,coverage,fuzzing',
+      '--workers',
+      '4',
+    ]);
     writeFileSync(path.join(ARTIFACTS, 'schemathesis.txt'), output);
     const summary = output.split('\n').filter((line) => /failures|passed|errors|warnings/i.test(line));
     expect({ code, summary, tail: code === 0 ? '' : output.slice(-6000) }).toEqual({
@@ -77,4 +91,39 @@ describe('schemathesis against the served OpenAPI document', () => {
       tail: '',
     });
   }, 300_000);
+
+  // The run above passes only if every refusal of a schema-valid request is listed; this shows that an
+  // unlisted one fails it: the worker executions' one-of-two parameters rule, with the operation's 400
+  // allowed but the rule not listed.
+  test('a 400 to a schema-valid request for a rule the operation does not list fails the run', async () => {
+    const config = path.join(ARTIFACTS, 'schemathesis-unlisted.toml');
+    writeFileSync(
+      config,
+      [
+        '[[operations]]',
+        'include-name = "GET /workflows/{id}/worker_executions"',
+        'checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "404", "429", "400"]',
+        'checks.refusal_names_a_listed_rule.rules = [',
+        '  { field = "with_result", rule = "a rule that is never broken", message = "^never$" },',
+        ']',
+        '',
+      ].join('\n'),
+    );
+    const { code, output } = await schemathesis(config, [
+      '--include-name',
+      'GET /workflows/{id}/worker_executions',
+      '--max-examples',
+      '5',
+      '--phases',
+      'coverage',
+    ]);
+    expect({
+      code,
+      refused: output.includes('Pass workflow_execution_id (a list) or worker_execution_id'),
+    }).toEqual({
+      code: 1,
+      refused: true,
+    });
+    expect(output).toContain('for a rule this operation does not list');
+  }, 120_000);
 });
