@@ -1,21 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { newId } from '../../engine/platform/ids';
 import {
-  buildImage,
-  ensureBaseImage,
   type ImageDeployment,
-  type ImageRuntime,
+  imagePath,
   Podman,
-  PodmanRuntime,
-  probePodman,
-  replayDockerfile,
-  ReplayRuntime,
+  type PreparedImage,
+  prepareImage,
   startImageDeployment,
 } from '../support/container-image';
-import { PROJECT_ROOT } from '../support/dockerfile';
 import { createTestDatabase } from '../support/test-database';
 
 /**
@@ -23,49 +16,24 @@ import { createTestDatabase } from '../support/test-database';
  * commands with the compose file's environment, against the suite's real PostgreSQL and Temporal. By
  * podman where podman can run (containers on the host's network, where the suite's servers listen on
  * 127.0.0.1); elsewhere by replaying the Dockerfile into a scratch folder. The suite's name says which;
- * TEST_IMAGE_RUNTIME=replay picks the replay where podman works too.
+ * TEST_IMAGE_RUNTIME=replay picks the replay where podman works too. The topology suite runs the same
+ * image against the Temporal cluster (test/deploy/topology.test.ts).
  */
 
 const podman = new Podman();
-const probe =
-  process.env.TEST_IMAGE_RUNTIME === 'replay'
-    ? ({ ok: false, reason: 'TEST_IMAGE_RUNTIME=replay' } as const)
-    : probePodman(podman);
-const how = probe.ok
-  ? 'built and run by podman'
-  : `replayed from the Dockerfile without podman (${probe.reason})`;
+const { how } = imagePath(podman);
 const TAG = 'localhost/portfolio-analytics-service:test';
 
 describe(`the image, ${how}`, () => {
-  let runtime: ImageRuntime | undefined;
+  let image: PreparedImage | undefined;
   let deployment: ImageDeployment | undefined;
   let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
-  let scratch: string | undefined;
   const taskQueue = `image-${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
     const started = Date.now();
-    const timings: string[] = [];
-    if (probe.ok) {
-      const base = await ensureBaseImage(podman);
-      timings.push(
-        base.built
-          ? `base image ${base.image} built: ${JSON.stringify(base.timings)} s`
-          : `base image ${base.image} reused`,
-      );
-      const build = await buildImage(podman, base.image, TAG);
-      const cached = (build.log.match(/Using cache/g) ?? []).length;
-      timings.push(`image build ${build.seconds} s (${cached} cached steps)`);
-      const containers = new PodmanRuntime(podman, TAG);
-      await containers.removeLeftovers();
-      runtime = containers;
-    } else {
-      await mkdir(path.join(PROJECT_ROOT, '.test-data'), { recursive: true });
-      scratch = await mkdtemp(path.join(PROJECT_ROOT, '.test-data', 'image-replay-'));
-      const replay = await replayDockerfile(scratch);
-      timings.push(`Dockerfile replayed in ${replay.seconds} s into ${scratch}`);
-      runtime = new ReplayRuntime(replay.appDir, replay.env);
-    }
+    image = await prepareImage(podman, TAG);
+    const { runtime, timings } = image;
     database = await createTestDatabase({ migrate: false });
     const startedServices = Date.now();
     deployment = await startImageDeployment(runtime, {
@@ -83,9 +51,8 @@ describe(`the image, ${how}`, () => {
   afterAll(async () => {
     // Each step runs even when an earlier one failed, so no container or process outlives the suite.
     const results = await Promise.allSettled([deployment?.stop()]);
-    results.push(...(await Promise.allSettled([runtime?.close()])));
+    results.push(...(await Promise.allSettled([image?.close()])));
     results.push(...(await Promise.allSettled([database?.drop()])));
-    if (scratch) await rm(scratch, { recursive: true, force: true });
     const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     if (failed) throw failed.reason;
   }, 120_000);

@@ -8,6 +8,7 @@ import { connectDatabase, type Database } from '../../engine/platform/database';
 import { randomAlphanumeric } from '../../engine/platform/ids';
 import { scheduledExecutionId } from '../../engine/workflows/workflow-schedules';
 import { appProcess, environmentOf, service, temporalServerEnvironment } from '../support/compose-topology';
+import { imagePath, Podman, prepareImage, startImageDeployment } from '../support/container-image';
 import { pas } from '../support/pas-cli';
 import {
   EXPECTED_SCENARIOS,
@@ -606,6 +607,60 @@ describe('the compose topology as processes', () => {
     expect(lines.find((line) => line.includes(badRun))).toMatch(/^\s*Failed\s/);
     expect(lines.find((line) => line.includes(okRun))).toMatch(/^\s*Completed\s/);
   });
+
+  const podman = new Podman();
+  test(
+    `the image's migrate, api and worker, ${imagePath(podman).how}, join the cluster and serve`,
+    async () => {
+      // The image of test/deploy/image.test.ts (its layers are cached by then), pointed at this cluster's
+      // PostgreSQL and Temporal server. Its worker polls a queue of its own, so a run the container API
+      // starts can only have run on the container worker.
+      const image = await prepareImage(podman, 'localhost/portfolio-analytics-service:test');
+      const taskQueue = `image-${randomAlphanumeric(10)}`;
+      const deployment = await startImageDeployment(image.runtime, {
+        databaseUrl: t.databaseUrl,
+        temporalAddress: t.temporalAddress,
+        taskQueue,
+      });
+      try {
+        const direct = async (method: string, url: string, body?: unknown) => {
+          const response = await fetch(`${deployment.apiUrl}${url}`, {
+            method,
+            headers: {
+              authorization: t.account.bearer,
+              ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+            },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          });
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          return { status: response.status, body: (await response.json()) as any };
+        };
+        const health = await direct('GET', '/v2/health_check');
+        expect({ status: health.status, dependencies: health.body.dependencies }).toMatchObject({
+          status: 200,
+          dependencies: { database: { status: 'up' }, temporal: { status: 'up' }, workers: { status: 'up' } },
+        });
+        // The account the topology made (same database) works on the container API.
+        const stored = await direct('POST', '/v2/workflows', {
+          name: 'From the image',
+          workers: twoSteps('function main(args) { return { image: true }; }'),
+        });
+        expect(stored.status).toBe(200);
+        const workflowId = stored.body.workflow.id as string;
+        const started = await direct('POST', `/v2/workflows/${workflowId}/run`, { parameters: {} });
+        expect(started.status).toBe(202);
+        const executionId = started.body.workflow_execution.id as string;
+        // Read back through nginx: the container API and the process replicas share one database.
+        expect((await ended(workflowId, executionId)).run_status).toBe('SUCCEEDED');
+        const described = await temporal.workflow.getHandle(executionId).describe();
+        expect(described.taskQueue).toBe(taskQueue);
+      } finally {
+        await deployment.stop();
+        await image.close();
+      }
+    },
+    20 * 60_000,
+  );
 
   test('the schedule fired exactly once per tick all along, with two worker and two api processes', async () => {
     const handle = temporal.schedule.getHandle(`schedule-${scheduled.id}`);

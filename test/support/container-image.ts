@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import path from 'node:path';
 import { commandText, environmentOf, services } from './compose-file';
@@ -793,4 +793,67 @@ async function waitUntilServing(apiUrl: string, started: Service[], timeoutMs = 
       throw new Error(`the API did not become healthy in ${timeoutMs / 1000} s: ${last}`);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
+}
+
+// --- the runtime a suite gets ------------------------------------------------------------------------
+
+export interface PreparedImage {
+  runtime: ImageRuntime;
+  /** Which path ran, for the suite's name and log: never silently nothing. */
+  how: string;
+  timings: string[];
+  /** Stops what the runtime started and removes the replay's scratch folder. */
+  close(): Promise<void>;
+}
+
+/** How a suite will run the image here: by podman where it can run, else by replaying the Dockerfile. */
+export function imagePath(podman: Podman): { ok: true; how: string } | { ok: false; how: string } {
+  const probe =
+    process.env.TEST_IMAGE_RUNTIME === 'replay'
+      ? ({ ok: false, reason: 'TEST_IMAGE_RUNTIME=replay' } as const)
+      : probePodman(podman);
+  return probe.ok
+    ? { ok: true, how: 'built and run by podman' }
+    : { ok: false, how: `replayed from the Dockerfile without podman (${probe.reason})` };
+}
+
+/**
+ * The image built from this repository (on the locally made base, layers cached under tools/podman)
+ * and a runtime for its containers; or, where podman cannot run, the Dockerfile replayed into a
+ * scratch folder under .test-data.
+ */
+export async function prepareImage(podman: Podman, tag: string): Promise<PreparedImage> {
+  const path_ = imagePath(podman);
+  const timings: string[] = [];
+  if (path_.ok) {
+    const base = await ensureBaseImage(podman);
+    timings.push(
+      base.built
+        ? `base image ${base.image} built: ${JSON.stringify(base.timings)} s`
+        : `base image ${base.image} reused`,
+    );
+    const build = await buildImage(podman, base.image, tag);
+    const cached = (build.log.match(/Using cache/g) ?? []).length;
+    timings.push(`image build ${build.seconds} s (${cached} cached steps)`);
+    const containers = new PodmanRuntime(podman, tag);
+    await containers.removeLeftovers();
+    return { runtime: containers, how: path_.how, timings, close: () => containers.close() };
+  }
+  await mkdir(path.join(PROJECT_ROOT, '.test-data'), { recursive: true });
+  const scratch = await mkdtemp(path.join(PROJECT_ROOT, '.test-data', 'image-replay-'));
+  const replay = await replayDockerfile(scratch);
+  timings.push(`Dockerfile replayed in ${replay.seconds} s into ${scratch}`);
+  const runtime = new ReplayRuntime(replay.appDir, replay.env);
+  return {
+    runtime,
+    how: path_.how,
+    timings,
+    close: async () => {
+      try {
+        await runtime.close();
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    },
+  };
 }
