@@ -81,7 +81,7 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
           querystring: WorkspaceQuery,
           response: {
             200: Type.Object({ [endpoint.kind]: Type.Ref(endpoint.response.$id!) }),
-            ...errorResponses(400, 404),
+            ...errorResponses(400, 404, 413),
           },
         },
       },

@@ -76,7 +76,7 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
         querystring: WorkspaceQuery,
         response: {
           200: Type.Object({ stress_test: Type.Ref('StressTest') }),
-          ...errorResponses(400, 404),
+          ...errorResponses(400, 404, 413),
         },
       },
     },
@@ -103,7 +103,7 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
         querystring: WorkspaceQuery,
         response: {
           200: Type.Object({ risk_attribution: Type.Ref('RiskAttribution') }),
-          ...errorResponses(400, 404),
+          ...errorResponses(400, 404, 413),
         },
       },
     },
