@@ -303,6 +303,10 @@ function cpuLine(phase: Phase, unit: string): string {
 
 export async function runClusterBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const quick = argv.includes('--quick');
+  const startLoad = os
+    .loadavg()
+    .map((v) => v.toFixed(2))
+    .join(' ');
   const cpus = os.cpus();
   console.log('\n## cluster: the compose topology as processes, 1 and 2 API/worker processes\n');
   console.log(
@@ -355,10 +359,9 @@ export async function runClusterBench(argv: readonly string[] = process.argv.sli
       `(on separate machines each replica brings its own). The service's processes kept busy ` +
       `(CPU seconds per wall second) ${busyLine(one)}; ${busyLine(two)}. A stress test's kernel ` +
       `already spreads over the cores of its process (worker threads), and a workflow run costs the ` +
-      `CPU above in each process kind. Load average at the end: ${os
+      `CPU above in each process kind. Load average before the run: ${startLoad}; at the end (this run's own processes included): ${os
         .loadavg()
         .map((v) => v.toFixed(2))
-        .join(' ')}` +
-      `${os.loadavg()[0]! > cores ? ` (above ${cores}: other jobs shared the cores, so compare rows of this run only)` : ''}.`,
+        .join(' ')}.`,
   );
 }
