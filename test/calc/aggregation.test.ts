@@ -238,7 +238,7 @@ describe('reportResults', () => {
     expect({ ...grouped, results: [] }).toEqual({ ...stress, results: [] });
   });
 
-  test('property: over any grouping and filter, the reported groups add up to the reported positions', () => {
+  test('property: over any grouping and filter, each reported position is summed into its own group, and the groups add up to the reported positions', () => {
     const aggregations = AGGREGATIONS.filter((a) => a !== 'position');
     fc.assert(
       fc.property(
@@ -276,6 +276,16 @@ describe('reportResults', () => {
           const grouped = reportRiskAttribution(result, book, { aggregation, filter }).results;
           const total = (list: typeof grouped) => list.reduce((s, r) => s + r.mctr[0]!.value, 0);
           expect(total(grouped)).toBe(total(positionsOnly));
+          // Each reported position lands in its own group, and a group holds exactly its members.
+          const expected = new Map<string, number>();
+          for (const position of positionsOnly) {
+            const group = groupOf(
+              aggregation,
+              book.find((f) => f.id === position.id)!,
+            );
+            expected.set(group, (expected.get(group) ?? 0) + position.mctr[0]!.value);
+          }
+          expect(new Map(grouped.map((g) => [g.id, g.mctr[0]!.value]))).toEqual(expected);
           expect(grouped.map((g) => g.id)).toEqual([...grouped.map((g) => g.id)].sort(compareLabels));
           expect(new Set(grouped.map((g) => g.id)).size).toBe(grouped.length);
         },
