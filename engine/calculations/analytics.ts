@@ -24,13 +24,12 @@ import {
 import { referenceBackend } from '../../calc/backends/reference';
 import type { SeriesSource } from '../../calc/market-data';
 import type { Actor } from '../platform/principal';
-import { recordAudit } from '../store/audit-trail';
 import type { Database } from '../platform/database';
 import { InvalidInput } from '../platform/errors';
 import { loadMarket } from '../market-data/price-store';
 import {
   asInvalidInput,
-  CALCULATION_ENTITY,
+  auditCalculation,
   type CalculationBody,
   checkCalculationRequest,
   type CheckedRequest,
@@ -182,20 +181,6 @@ export const ANALYTICS: Readonly<Record<AnalyticsKind, AnalyticsDeclaration>> = 
 
 const REFERENCE: SimulationBackend = referenceBackend();
 
-async function audit(db: Database, actor: Actor, kind: AnalyticsKind, checked: CheckedRequest) {
-  const on = checked.portfolio
-    ? `portfolio ${checked.portfolio.name}`
-    : `${checked.securities.length} securities`;
-  await recordAudit(db, actor, {
-    operation: 'EXECUTE',
-    activity: `Ran ${ANALYTICS[kind].noun} on ${on}`,
-    entityId: checked.portfolio?.id ?? null,
-    entityType: CALCULATION_ENTITY,
-    entityName: checked.portfolio?.name ?? kind,
-    workspace: checked.portfolio?.workspace ?? null,
-  });
-}
-
 /**
  * POST /calculations/<kind> for the kinds of §16–§19: checks the body (common fields as for risk
  * attribution, then the kind's own), loads the market up to `date`, runs, audits (EXECUTE).
@@ -228,6 +213,6 @@ export async function runAnalyticsCalculation(
     seriesCacheOf(db).read,
   );
   const result = await declaration.run({ checked, market, options, backend }, fields);
-  await audit(db, actor, kind, checked);
+  await auditCalculation(db, actor, ANALYTICS[kind].noun, kind, checked);
   return result;
 }

@@ -279,8 +279,14 @@ export function asInvalidInput<T>(run: () => T): T {
   }
 }
 
-async function audit(db: Database, actor: Actor, kind: CalculationKind, checked: CheckedRequest) {
-  const noun = kind === 'stress_test' ? 'stress test' : 'risk attribution';
+/** The EXECUTE audit record of a calculation: `kind` names it when there is no portfolio. */
+export async function auditCalculation(
+  db: Database,
+  actor: Actor,
+  noun: string,
+  kind: string,
+  checked: CheckedRequest,
+): Promise<void> {
   const on = checked.portfolio
     ? `portfolio ${checked.portfolio.name}`
     : `${checked.securities.length} securities`;
@@ -382,7 +388,7 @@ export async function runStressTestCalculation(
     prepared.facts,
     checked,
   );
-  await audit(db, actor, 'stress_test', checked);
+  await auditCalculation(db, actor, 'stress test', 'stress_test', checked);
   return result;
 }
 
@@ -427,6 +433,6 @@ export async function runRiskAttributionCalculation(
     prepared.facts,
     checked,
   );
-  await audit(db, actor, 'risk_attribution', checked);
+  await auditCalculation(db, actor, 'risk attribution', 'risk_attribution', checked);
   return result;
 }
