@@ -32,6 +32,7 @@ import fileContentRoutes from './routes/file-content';
 import fileRoutes from './routes/files';
 import healthCheckRoutes from './routes/health-check';
 import integrationRoutes from './routes/integrations';
+import marketDataRoutes from './routes/market-data';
 import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import portfolioRoutes from './routes/portfolios';
@@ -182,6 +183,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(analyticsRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
+      await v2.register(marketDataRoutes, { db: deps.db });
       await v2.register(fileRoutes, {
         db: deps.db,
         maxPayloadBytes: deps.config.maxPayloadBytes,
