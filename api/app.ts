@@ -33,6 +33,7 @@ import fileRoutes from './routes/files';
 import healthCheckRoutes from './routes/health-check';
 import integrationRoutes from './routes/integrations';
 import marketDataRoutes from './routes/market-data';
+import sdkFunctionRoutes from './routes/sdk-function';
 import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import portfolioRoutes from './routes/portfolios';
@@ -200,5 +201,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   };
   await app.register(fileContentRoutes, pageOptions);
   await app.register(reportPageRoutes, pageOptions);
+  await app.register(sdkFunctionRoutes, {
+    db: deps.db,
+    workflows: deps.workflows,
+    maxPayloadBytes: deps.config.maxPayloadBytes,
+  });
   return app;
 }

@@ -8,6 +8,7 @@ import {
   PYPI_CLIENTS,
   runClientScenarios,
   SCENARIO_ENDERS,
+  SDK_CLIENT,
 } from '../support/pypi-clients';
 import { pythonVenv } from '../support/python-venv';
 import { startHarness, workerId, type WorkflowHarness } from '../workflows/workflow-harness';
@@ -44,7 +45,9 @@ describe('the PyPI clients everysk 1.0.17 and everysk-lib 1.14.2 against a live 
       workflows[key] = workflow.id;
     }
     // Creating venvs the first time installs from PyPI; later runs reuse them.
-    await Promise.all(PYPI_CLIENTS.map((client) => pythonVenv(client.venv, [...client.requirements])));
+    await Promise.all(
+      [...PYPI_CLIENTS, SDK_CLIENT].map((client) => pythonVenv(client.venv, [...client.requirements])),
+    );
   }, 300_000);
 
   afterAll(async () => {
@@ -86,9 +89,7 @@ describe('the PyPI clients everysk 1.0.17 and everysk-lib 1.14.2 against a live 
   // One script per layer of the clients (market data, filter, …), each run by the clients it is for.
   test.each(
     LAYER_SCRIPTS.flatMap((layer) =>
-      PYPI_CLIENTS.filter((client) => !layer.clients || layer.clients.includes(client.name)).map(
-        (client) => [layer.script, client.name, layer, client] as const,
-      ),
+      (layer.clients ?? PYPI_CLIENTS).map((client) => [layer.script, client.venv, layer, client] as const),
     ),
   )(
     '%s with %s: every scenario passes',

@@ -23,7 +23,18 @@ export const PYPI_CLIENTS = [
     urlVariable: 'EVERYSK_API_URL',
   },
 ] as const;
-export type PypiClient = (typeof PYPI_CLIENTS)[number];
+export type PypiClient = (typeof PYPI_CLIENTS)[number] | typeof SDK_CLIENT;
+
+/**
+ * everysk-lib's SDK layer (`everysk.sdk`) needs httpx with HTTP/2, which no extra of the package
+ * pulls in without a web server: its own virtualenv, pointed at the service by EVERYSK_SDK_URL.
+ */
+export const SDK_CLIENT = {
+  name: 'lib',
+  venv: 'everysk-lib-1.14.2-sdk',
+  requirements: ['everysk-lib[requests]==1.14.2', 'httpx[http2]==0.28.1'],
+  urlVariable: 'EVERYSK_SDK_URL',
+} as const;
 
 /** test/clients/client_scenarios.py prints one line per scenario, in this order. */
 export const EXPECTED_SCENARIOS = [
@@ -54,7 +65,8 @@ export const EXPECTED_SCENARIOS = [
 export const LAYER_SCRIPTS: ReadonlyArray<{
   script: string;
   scenarios: readonly string[];
-  clients?: ReadonlyArray<PypiClient['name']>;
+  /** The clients that run it (both PyPI clients when absent). */
+  clients?: readonly PypiClient[];
 }> = [
   {
     script: 'market_data_scenarios.py',
@@ -67,6 +79,22 @@ export const LAYER_SCRIPTS: ReadonlyArray<{
     ],
   },
   { script: 'filter_scenarios.py', scenarios: ['portfolio_filter_by_tags', 'datastore_filter'] },
+  {
+    script: 'sdk_scenarios.py',
+    clients: [SDK_CLIENT],
+    scenarios: [
+      'portfolio_entity_lifecycle',
+      'validation_matches_v2',
+      'many_forms',
+      'queries',
+      'custom_index_by_symbol',
+      'workflow_run_and_wait',
+      'market_data',
+      'user_cache',
+      'user_lock',
+      'not_offered',
+    ],
+  },
 ];
 
 /** The enders of the two STARTER → ENDER workflows the scenarios run: one doubles `amount`, one fails. */
