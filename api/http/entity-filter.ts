@@ -24,7 +24,7 @@ export const FilterBody = Type.Object(
       }),
     ),
     tags: Type.Optional(Tags),
-    link_uid: Type.Optional(Type.Union([StorableText({ maxLength: 200 }), Type.Null()])),
+    link_uid: Type.Optional(Type.Union([StorableText({ minLength: 1, maxLength: 200 }), Type.Null()])),
     start: Type.Optional(Type.Union([PeriodBound, Type.Null()])),
     end: Type.Optional(Type.Union([PeriodBound, Type.Null()])),
     date_time: Type.Optional(Type.Union([PeriodBound, Type.Null()])),

@@ -421,7 +421,12 @@ async function queryPage(
     filters: query.filters.map(([property, operator, value]) => [listProperty(property), operator, value]),
   };
   if (query.order.length) json.order = query.order.map(listProperty);
-  if (query.projection?.length) json.projection = query.projection.map(listProperty);
+  if (query.projection?.length) {
+    const projection = query.projection.map(listProperty);
+    // An entity keeps its id whatever it projects: the SDK builds objects from what it reads.
+    const include = !projection.some((name) => name.startsWith('-'));
+    json.projection = include && !projection.includes('id') ? ['id', ...projection] : projection;
+  }
   if (query.distinctOn.length) json.distinct_on = query.distinctOn.map(listProperty);
   const { items, next_page_token } = await listEntities(db, actor, query.kind, {
     query: JSON.stringify(json),
