@@ -1,9 +1,16 @@
+import { createFile, deleteFile, FILE, fileBase64, updateFile } from '../files/file-store';
 import { RESOURCE_KINDS } from '../kinds';
 import type { Database } from '../platform/database';
 import { DomainError, InvalidInput, NotFound } from '../platform/errors';
 import { isPlainObject } from '../platform/plain-object';
 import type { Actor } from '../platform/principal';
-import { type EntityRecord, isKindId, readableAccounts, viewEntity } from '../store/entity-store';
+import {
+  type EntityKind,
+  type EntityRecord,
+  isKindId,
+  readableAccounts,
+  viewEntity,
+} from '../store/entity-store';
 import { listEntities } from '../store/list-entities';
 import { createResource, deleteResource, type ResourceKind, updateResource } from '../store/resource-kind';
 import { CLASS_PATH, plainValue, SdkDateTime, wireDateTime } from './sdk-wire';
@@ -15,12 +22,55 @@ import { CLASS_PATH, plainValue, SdkDateTime, wireDateTime } from './sdk-wire';
  * (`created_on`/`updated_on` as date-times, `id` beside `symbol` for client-named kinds).
  */
 
-export const SDK_ENTITY_CLASSES: Readonly<Record<string, ResourceKind>> = {
-  Portfolio: RESOURCE_KINDS.portfolio,
-  Datastore: RESOURCE_KINDS.datastore,
-  CustomIndex: RESOURCE_KINDS.customIndex,
-  PrivateSecurity: RESOURCE_KINDS.privateSecurity,
-  UserApp: RESOURCE_KINDS.userApp,
+/** One entity class of the SDK: the stored kind and the engine services that write and show it. */
+export interface SdkEntityClass {
+  kind: EntityKind;
+  create(db: Database, actor: Actor, input: Record<string, unknown>): Promise<EntityRecord>;
+  update(db: Database, actor: Actor, id: string, input: Record<string, unknown>): Promise<EntityRecord>;
+  remove(db: Database, actor: Actor, id: string, workspace: string | undefined): Promise<unknown>;
+  view(db: Database, record: EntityRecord): Promise<Record<string, unknown>>;
+}
+
+/** A kind declared in engine/kinds: the /v2 routes' createResource, updateResource, deleteResource. */
+function declared(kind: ResourceKind): SdkEntityClass {
+  return {
+    kind,
+    create: (db, actor, input) => createResource(db, actor, kind, input),
+    update: (db, actor, id, input) => updateResource(db, actor, kind, id, input),
+    remove: (db, actor, id, workspace) => deleteResource(db, actor, kind, id, workspace),
+    view: async (_db, record) => kind.view(record),
+  };
+}
+
+/** The SDK's File holds its content inline (`data`, Base64), up to what one answer may carry. */
+export const SDK_FILE_INLINE_MAX_BYTES = 10 * 1024 * 1024;
+
+const FILE_CLASS: SdkEntityClass = {
+  kind: FILE,
+  create: (db, actor, input) => createFile(db, actor, input),
+  update: (db, actor, id, input) => updateFile(db, actor, id, input),
+  remove: (db, actor, id, workspace) => deleteFile(db, actor, id, workspace),
+  view: async (db, record) => {
+    const view = FILE.view(record);
+    const size = view.size as number;
+    if (size > SDK_FILE_INLINE_MAX_BYTES) {
+      throw new InvalidInput(
+        `File ${record.id} holds ${size} bytes, more than the SDK answer carries (${SDK_FILE_INLINE_MAX_BYTES}): download it from its url.`,
+      );
+    }
+    let data = '';
+    for await (const chunk of fileBase64(db, record)) data += chunk;
+    return { ...view, data };
+  },
+};
+
+export const SDK_ENTITY_CLASSES: Readonly<Record<string, SdkEntityClass>> = {
+  Portfolio: declared(RESOURCE_KINDS.portfolio),
+  Datastore: declared(RESOURCE_KINDS.datastore),
+  CustomIndex: declared(RESOURCE_KINDS.customIndex),
+  PrivateSecurity: declared(RESOURCE_KINDS.privateSecurity),
+  UserApp: declared(RESOURCE_KINDS.userApp),
+  File: FILE_CLASS,
 };
 
 /** At most this many ids or objects in one `*_many` call (the SDK sends them in batches). */
@@ -30,7 +80,7 @@ export const QUERY_READ_MAX = 1000;
 const QUERY_PAGE_DEFAULT = 20;
 
 /** An SDK entity: the stored view in the SDK's field names. */
-export function toSdkEntity(kind: ResourceKind, view: Record<string, unknown>): Record<string, unknown> {
+export function toSdkEntity(kind: EntityKind, view: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...view };
   if (kind.idField === 'symbol' && typeof view.symbol === 'string') out.id = view.symbol;
   if (typeof view.created === 'number') out.created_on = wireDateTime(view.created);
@@ -53,7 +103,7 @@ const SDK_ONLY = [
 ];
 
 /** An SDK entity's fields as a /v2 body: its own names mapped, nulls of unset fields dropped. */
-export function fromSdkEntity(kind: ResourceKind, dict: unknown, what: string): Record<string, unknown> {
+export function fromSdkEntity(kind: EntityKind, dict: unknown, what: string): Record<string, unknown> {
   if (!isPlainObject(dict)) throw new InvalidInput(`${what} must be an object of entity fields.`);
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(dict)) {
@@ -90,7 +140,7 @@ function idList(value: unknown): string[] {
 async function locate(
   db: Database,
   actor: Actor,
-  kind: ResourceKind,
+  kind: EntityKind,
   id: string,
 ): Promise<string | null | undefined> {
   if (!isKindId(kind, id)) return undefined;
@@ -105,7 +155,7 @@ async function locate(
 async function read(
   db: Database,
   actor: Actor,
-  kind: ResourceKind,
+  kind: EntityKind,
   id: string,
 ): Promise<EntityRecord | null> {
   const workspace = await locate(db, actor, kind, id);
@@ -113,7 +163,7 @@ async function read(
   return viewEntity(db, actor, kind, id, workspace ?? undefined);
 }
 
-async function mustRead(db: Database, actor: Actor, kind: ResourceKind, id: string): Promise<EntityRecord> {
+async function mustRead(db: Database, actor: Actor, kind: EntityKind, id: string): Promise<EntityRecord> {
   const record = await read(db, actor, kind, id);
   if (!record) throw new NotFound(`${kind.noun} ${id} not found.`);
   return record;
@@ -146,38 +196,51 @@ async function dryRun(db: Database, work: (trx: Database) => Promise<unknown>): 
   }
 }
 
-async function create(db: Database, actor: Actor, kind: ResourceKind, dict: unknown, what: string) {
-  const input = fromSdkEntity(kind, dict, what);
-  if (kind.idField !== 'symbol') delete input.id;
-  return toSdkEntity(kind, kind.view(await createResource(db, actor, kind, input)));
+/** What an answer holds of a record: its view, in the SDK's names. */
+async function shown(db: Database, cls: SdkEntityClass, record: EntityRecord) {
+  return toSdkEntity(cls.kind, await cls.view(db, record));
 }
 
-async function modify(db: Database, actor: Actor, kind: ResourceKind, id: string, overwrites: unknown) {
+/** The input of a create: the SDK's fields, without the id the server gives (unless client-named). */
+function createInput(cls: SdkEntityClass, dict: unknown, what: string): Record<string, unknown> {
+  const input = fromSdkEntity(cls.kind, dict, what);
+  if (cls.kind.idField !== 'symbol') delete input.id;
+  return input;
+}
+
+async function create(db: Database, actor: Actor, cls: SdkEntityClass, dict: unknown, what: string) {
+  return shown(db, cls, await cls.create(db, actor, createInput(cls, dict, what)));
+}
+
+async function modify(db: Database, actor: Actor, cls: SdkEntityClass, id: string, overwrites: unknown) {
+  const { kind } = cls;
   const workspace = await locate(db, actor, kind, id);
   if (workspace === undefined) throw new NotFound(`${kind.noun} ${id} not found.`);
   const input = fromSdkEntity(kind, overwrites ?? {}, 'overwrites');
   delete input.id;
   delete input.symbol;
-  const record = await updateResource(db, actor, kind, id, { ...input, workspace: workspace ?? undefined });
-  return toSdkEntity(kind, kind.view(record));
+  const record = await cls.update(db, actor, id, { ...input, workspace: workspace ?? undefined });
+  return shown(db, cls, record);
 }
 
-async function remove(db: Database, actor: Actor, kind: ResourceKind, id: string) {
-  const record = await mustRead(db, actor, kind, id);
-  await deleteResource(db, actor, kind, id, record.workspace ?? undefined);
-  return toSdkEntity(kind, kind.view(record));
+async function remove(db: Database, actor: Actor, cls: SdkEntityClass, id: string) {
+  const record = await mustRead(db, actor, cls.kind, id);
+  const answer = await shown(db, cls, record);
+  await cls.remove(db, actor, id, record.workspace ?? undefined);
+  return answer;
 }
 
-async function clone(db: Database, actor: Actor, kind: ResourceKind, id: string, overwrites: unknown) {
+async function clone(db: Database, actor: Actor, cls: SdkEntityClass, id: string, overwrites: unknown) {
+  const { kind } = cls;
   const record = await mustRead(db, actor, kind, id);
-  const view = kind.view(record);
+  const view = await cls.view(db, record);
   const changes = fromSdkEntity(kind, overwrites ?? {}, 'overwrites');
   const input: Record<string, unknown> = { ...view, ...changes };
   if (kind.idField !== 'symbol') delete input.id;
   else if (changes.symbol === undefined && changes.id === undefined) {
     throw new InvalidInput('A clone of a client-named entity needs a new symbol in overwrites.');
   }
-  return toSdkEntity(kind, kind.view(await createResource(db, actor, kind, input)));
+  return shown(db, cls, await cls.create(db, actor, input));
 }
 
 function overwritesAt(overwrites: unknown, i: number, count: number): unknown {
@@ -190,11 +253,12 @@ function overwritesAt(overwrites: unknown, i: number, count: number): unknown {
 export async function entityMethod(
   db: Database,
   actor: Actor,
-  kind: ResourceKind,
+  cls: SdkEntityClass,
   method: string,
   self: unknown,
   params: Record<string, unknown>,
 ): Promise<unknown> {
+  const { kind } = cls;
   const selfDict = isPlainObject(self) ? self : null;
   const selfId = () => {
     const id = selfDict?.id ?? (kind.idField === 'symbol' ? selfDict?.symbol : undefined);
@@ -203,19 +267,19 @@ export async function entityMethod(
   switch (method) {
     case 'retrieve': {
       const record = await read(db, actor, kind, entityId(params.entity_id));
-      return record ? projected(toSdkEntity(kind, kind.view(record)), params.projection) : null;
+      return record ? projected(await shown(db, cls, record), params.projection) : null;
     }
     case 'retrieve_many':
     case 'inner_retrieve_many': {
       const out = [];
       for (const id of idList(params.entity_id_list)) {
         const record = await read(db, actor, kind, id);
-        out.push(record ? projected(toSdkEntity(kind, kind.view(record)), params.projection) : null);
+        out.push(record ? projected(await shown(db, cls, record), params.projection) : null);
       }
       return out;
     }
     case 'create':
-      return create(db, actor, kind, params.entity_dict, 'entity_dict');
+      return create(db, actor, cls, params.entity_dict, 'entity_dict');
     case 'create_many': {
       const list = params.entity_dict_list;
       if (!Array.isArray(list) || list.length > MANY_MAX) {
@@ -225,12 +289,12 @@ export async function entityMethod(
       return db.transaction(async (trx) => {
         const out = [];
         for (const [i, dict] of list.entries())
-          out.push(await create(trx as unknown as Database, actor, kind, dict, `entity_dict_list[${i}]`));
+          out.push(await create(trx as unknown as Database, actor, cls, dict, `entity_dict_list[${i}]`));
         return out;
       });
     }
     case 'modify':
-      return modify(db, actor, kind, entityId(params.entity_id), params.overwrites);
+      return modify(db, actor, cls, entityId(params.entity_id), params.overwrites);
     case 'modify_many': {
       const ids = idList(params.entity_id_list);
       return db.transaction(async (trx) => {
@@ -240,7 +304,7 @@ export async function entityMethod(
             await modify(
               trx as unknown as Database,
               actor,
-              kind,
+              cls,
               id,
               overwritesAt(params.overwrites, i, ids.length),
             ),
@@ -249,16 +313,16 @@ export async function entityMethod(
       });
     }
     case 'remove':
-      return remove(db, actor, kind, entityId(params.entity_id));
+      return remove(db, actor, cls, entityId(params.entity_id));
     case 'remove_many': {
       const ids = idList(params.entity_id_list);
       return db.transaction(async (trx) => {
-        for (const id of ids) await remove(trx as unknown as Database, actor, kind, id);
+        for (const id of ids) await remove(trx as unknown as Database, actor, cls, id);
         return ids;
       });
     }
     case 'clone':
-      return clone(db, actor, kind, entityId(params.entity_id), params.overwrites);
+      return clone(db, actor, cls, entityId(params.entity_id), params.overwrites);
     case 'clone_many': {
       const ids = idList(params.entity_id_list);
       return db.transaction(async (trx) => {
@@ -268,7 +332,7 @@ export async function entityMethod(
             await clone(
               trx as unknown as Database,
               actor,
-              kind,
+              cls,
               id,
               overwritesAt(params.overwrites, i, ids.length),
             ),
@@ -279,31 +343,29 @@ export async function entityMethod(
     case 'save': {
       const id = selfId();
       if (id !== null && (await locate(db, actor, kind, id)) !== undefined) {
-        return modify(db, actor, kind, id, self);
+        return modify(db, actor, cls, id, self);
       }
       if (id !== null && kind.idField !== 'symbol') throw new NotFound(`${kind.noun} ${id} not found.`);
-      return create(db, actor, kind, self, 'self_obj');
+      return create(db, actor, cls, self, 'self_obj');
     }
     case 'delete': {
       const id = selfId();
       if (id === null) throw new InvalidInput('delete needs the entity id.');
-      return remove(db, actor, kind, id);
+      return remove(db, actor, cls, id);
     }
     case 'validate':
     case 'check':
     case 'securities_check': {
       // The create's checks (field rules, position rules, names filled in), nothing stored.
       if (method === 'securities_check' && kind !== RESOURCE_KINDS.portfolio) break;
-      const input = fromSdkEntity(kind, self ?? params.entity_dict, 'self_obj');
-      if (kind.idField !== 'symbol') delete input.id;
-      await dryRun(db, (trx) => createResource(trx, actor, kind, input));
+      const input = createInput(cls, self ?? params.entity_dict, 'self_obj');
+      await dryRun(db, (trx) => cls.create(trx, actor, input));
       return true;
     }
     case 'validate_transient': {
-      const input = fromSdkEntity(kind, params.entity_dict, 'entity_dict');
-      if (kind.idField !== 'symbol') delete input.id;
-      await dryRun(db, (trx) => createResource(trx, actor, kind, input));
-      return toSdkEntity(kind, { ...input, id: null, created: undefined, updated: undefined });
+      const input = createInput(cls, params.entity_dict, 'entity_dict');
+      await dryRun(db, (trx) => cls.create(trx, actor, input));
+      return toSdkEntity(kind, { ...input, id: null });
     }
   }
   throw notOffered(kind.entityType, method);
@@ -323,7 +385,8 @@ function notOffered(className: string, method: string): NotOffered {
 // Query
 
 interface SdkQuery {
-  kind: ResourceKind;
+  cls: SdkEntityClass;
+  kind: EntityKind;
   className: string;
   filters: Array<[string, string, unknown]>;
   order: string[];
@@ -366,8 +429,8 @@ function filterValue(property: string, value: unknown): unknown {
 export function parseSdkQuery(self: unknown): SdkQuery {
   if (!isPlainObject(self)) throw new InvalidInput('Query needs its self_obj.');
   const className = self._klass;
-  const kind = typeof className === 'string' ? SDK_ENTITY_CLASSES[className] : undefined;
-  if (!kind) {
+  const cls = typeof className === 'string' ? SDK_ENTITY_CLASSES[className] : undefined;
+  if (!cls) {
     throw new NotOffered(
       `Query(${String(className)})`,
       'query',
@@ -378,7 +441,8 @@ export function parseSdkQuery(self: unknown): SdkQuery {
   if (!Array.isArray(filters))
     throw new InvalidInput('Query filters must be a list of [property, operator, value].');
   return {
-    kind,
+    cls,
+    kind: cls.kind,
     className: className as string,
     filters: filters.map((filter: unknown, i) => {
       if (

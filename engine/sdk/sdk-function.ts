@@ -46,7 +46,6 @@ export interface SdkCallContext {
 /** Classes of everysk-lib that this service does not offer, and why. */
 export const NOT_OFFERED_CLASSES: Readonly<Record<string, string>> = {
   Workspace: 'not built yet: use /v2/workspaces',
-  File: 'not built yet: use /v2/files',
   Report: 'not built yet: use /v2/reports',
   Secrets: 'platform-internal: secrets of the hosted platform',
   SecretsScript: 'platform-internal: secrets of the hosted platform',

@@ -272,6 +272,32 @@ describe('sdk_function', () => {
     expect(tooMany.statusCode).toBe(400);
   });
 
+  test('File: validate_transient with the /v2 rules, content inline, another account’s file unknown', async () => {
+    const before = await entityCount();
+    const fields = {
+      name: 'a.csv',
+      description: '',
+      content_type: 'text/csv',
+      data: Buffer.from('x,y\n').toString('base64'),
+    };
+    const bad = await sdk(
+      call('File', 'validate_transient', { entity_dict: { ...fields, data: 'not base64!' } }),
+    );
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error_message).toMatch(/Base64/);
+    expect((await sdk(call('File', 'validate_transient', { entity_dict: fields }))).json()).toMatchObject({
+      name: 'a.csv',
+    });
+    expect(await entityCount()).toBe(before);
+    const made = (await sdk(call('File', 'create', { entity_dict: fields }))).json();
+    expect((await sdk(call('File', 'retrieve', { entity_id: made.id }))).json()).toMatchObject({
+      data: fields.data,
+    });
+    expect((await sdk(call('File', 'retrieve', { entity_id: made.id }), other)).json()).toBeNull();
+    expect((await sdk(call('File', 'remove', { entity_id: made.id }), other)).statusCode).toBe(404);
+    expect((await sdk(call('File', 'remove', { entity_id: made.id }))).json()).toMatchObject({ id: made.id });
+  });
+
   test('malformed gzip, a body that is not JSON, no credentials: the SDK error body', async () => {
     const broken = await h.app.inject({
       method: 'POST',

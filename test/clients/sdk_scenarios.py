@@ -118,6 +118,25 @@ def custom_index_by_symbol():
 
 
 @scenario
+def file_entity():
+    import base64
+
+    from everysk.sdk.entities.file.base import File
+
+    content = base64.b64encode(b'symbol,quantity\nAAPL,100\n').decode('ascii')
+    fields = {'name': 'book.csv', 'description': 'a book', 'workspace': WORKSPACE, 'content_type': 'text/csv', 'data': content}
+    checked = File.validate_transient(fields)
+    check(checked['name'] == 'book.csv' and checked['id'] is None, 'validate_transient: %r' % (checked,))
+    made = File.create(fields)
+    check(made.id.startswith('file_'), 'create: %r' % made.id)
+    again = File.retrieve(made.id)
+    check(again.data == content and again.content_type == 'text/csv', 'retrieve: the content inline')
+    File.remove(made.id)
+    check(File.retrieve(made.id) is None, 'removed')
+    return {'id': made.id}
+
+
+@scenario
 def workflow_run_and_wait():
     execution = Workflow(id=os.environ['PAS_WORKFLOW_OK']).run_and_wait(parameters={'amount': 21}, timeout=120, poll_interval=0.2)
     check(execution.result.data == {'doubled': 42}, 'the Ender result: %r' % (execution.result,))

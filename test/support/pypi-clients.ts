@@ -88,6 +88,7 @@ export const LAYER_SCRIPTS: ReadonlyArray<{
       'many_forms',
       'queries',
       'custom_index_by_symbol',
+      'file_entity',
       'workflow_run_and_wait',
       'market_data',
       'user_cache',
