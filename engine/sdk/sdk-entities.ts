@@ -152,12 +152,7 @@ async function locate(
   return row === undefined ? undefined : row.workspace;
 }
 
-async function read(
-  db: Database,
-  actor: Actor,
-  kind: EntityKind,
-  id: string,
-): Promise<EntityRecord | null> {
+async function read(db: Database, actor: Actor, kind: EntityKind, id: string): Promise<EntityRecord | null> {
   const workspace = await locate(db, actor, kind, id);
   if (workspace === undefined) return null;
   return viewEntity(db, actor, kind, id, workspace ?? undefined);
