@@ -205,6 +205,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     db: deps.db,
     workflows: deps.workflows,
     maxPayloadBytes: deps.config.maxPayloadBytes,
+    publicUrl: deps.config.publicUrl,
   });
   return app;
 }

@@ -58,8 +58,13 @@ const sdkFunction: FastifyPluginAsync<{
   db: Database;
   workflows: WorkflowRunner;
   maxPayloadBytes: number;
+  publicUrl: string;
 }> = async (app, options) => {
-  const deps: SdkDependencies = { db: options.db, workflows: options.workflows };
+  const deps: SdkDependencies = {
+    db: options.db,
+    workflows: options.workflows,
+    publicUrl: options.publicUrl,
+  };
   // The client labels its JSON text/html; in this route only, that label is read as JSON.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(['text/html', 'text/plain'], { parseAs: 'string' }, (request, body, done) =>
@@ -86,7 +91,7 @@ const sdkFunction: FastifyPluginAsync<{
           tags: ['SDK'],
           summary: 'One call of everysk-lib’s SDK layer, also at /v1/sdk_function (Extension)',
           description:
-            'Entities (Portfolio, Datastore, CustomIndex, PrivateSecurity, UserApp, File: retrieve, create, modify, remove, clone, their *_many forms, save, delete, validate, validate_transient, securities_check), Query (load, loads, page, fetch_ids, fetch_id), Workflow.run with WorkflowExecution.retrieve and WorkerExecution.retrieve (run_and_wait), MarketData.get_historical, UserCache and UserLock. Any other class or method answers 400 saying it is not offered. See docs/clients.md.',
+            'Entities (Portfolio, Datastore, CustomIndex, PrivateSecurity, UserApp, File, Report: retrieve, create, modify, remove, clone, their *_many forms, save, delete, validate, validate_transient, securities_check), Query (load, loads, page, fetch_ids, fetch_id), Workflow.run with WorkflowExecution.retrieve and WorkerExecution.retrieve (run_and_wait), MarketData.get_historical, UserCache and UserLock. Any other class or method answers 400 saying it is not offered. See docs/clients.md.',
           body: SdkCall,
           response: {
             200: Type.Unknown({

@@ -1,5 +1,6 @@
 import { createFile, deleteFile, FILE, fileBase64, updateFile } from '../files/file-store';
 import { RESOURCE_KINDS } from '../kinds';
+import { createReport, deleteReport, reportKind, updateReport } from '../reports/report-store';
 import type { Database } from '../platform/database';
 import { DomainError, InvalidInput, NotFound } from '../platform/errors';
 import { isPlainObject } from '../platform/plain-object';
@@ -29,6 +30,8 @@ export interface SdkEntityClass {
   update(db: Database, actor: Actor, id: string, input: Record<string, unknown>): Promise<EntityRecord>;
   remove(db: Database, actor: Actor, id: string, workspace: string | undefined): Promise<unknown>;
   view(db: Database, record: EntityRecord): Promise<Record<string, unknown>>;
+  /** How a listed view (a query's) differs for the SDK, where it does. */
+  listed?(view: Record<string, unknown>): Record<string, unknown>;
 }
 
 /** A kind declared in engine/kinds: the /v2 routes' createResource, updateResource, deleteResource. */
@@ -64,6 +67,36 @@ const FILE_CLASS: SdkEntityClass = {
   },
 };
 
+/** Reports show absolute addresses, built on the service's base URL. */
+function lowerAuthorization(view: Record<string, unknown>): Record<string, unknown> {
+  return typeof view.authorization === 'string'
+    ? { ...view, authorization: view.authorization.toLowerCase() }
+    : view;
+}
+
+function reportClass(publicUrl: string): SdkEntityClass {
+  const kind = reportKind(publicUrl);
+  // The SDK writes authorization in lower case (public, private), the API in upper case.
+  const input = (fields: Record<string, unknown>) =>
+    typeof fields.authorization === 'string'
+      ? { ...fields, authorization: fields.authorization.toUpperCase() }
+      : fields;
+  return {
+    kind,
+    create: (db, actor, fields) => createReport(db, actor, kind, input(fields)),
+    update: (db, actor, id, fields) => updateReport(db, actor, kind, id, input(fields)),
+    remove: (db, actor, id, workspace) => deleteReport(db, actor, kind, id, workspace),
+    view: async (_db, record) => lowerAuthorization(kind.view(record)),
+    listed: lowerAuthorization,
+  };
+}
+
+/** The SDK class of that name this service offers, or undefined. */
+export function sdkEntityClass(name: string, publicUrl: string): SdkEntityClass | undefined {
+  if (name === 'Report') return reportClass(publicUrl);
+  return Object.hasOwn(SDK_ENTITY_CLASSES, name) ? SDK_ENTITY_CLASSES[name] : undefined;
+}
+
 export const SDK_ENTITY_CLASSES: Readonly<Record<string, SdkEntityClass>> = {
   Portfolio: declared(RESOURCE_KINDS.portfolio),
   Datastore: declared(RESOURCE_KINDS.datastore),
@@ -78,6 +111,8 @@ export const MANY_MAX = 100;
 /** Query.loads/fetch_ids read at most this many entities, offset included; page() has no cap. */
 export const QUERY_READ_MAX = 1000;
 const QUERY_PAGE_DEFAULT = 20;
+/** The most pages of 100 one read walks. */
+const QUERY_SCAN_PAGES = 100;
 
 /** An SDK entity: the stored view in the SDK's field names. */
 export function toSdkEntity(kind: EntityKind, view: Record<string, unknown>): Record<string, unknown> {
@@ -392,6 +427,26 @@ interface SdkQuery {
   pageSize: number | null;
   pageToken: string | null;
   findOrFail: boolean;
+  /**
+   * `where('name', text)`: the SDK sends it as a range on its search form of the name (lower case,
+   * NFKD), `['name', '>=', text]` and `['name', '<', text+1]`; it is matched as that prefix here.
+   */
+  namePrefix: string | null;
+}
+
+/** The SDK's search form of a name (everysk.core.string.normalize_string_to_search). */
+export function searchForm(name: string): string {
+  return name.toLowerCase().trim().normalize('NFKD');
+}
+
+/** The name range the SDK writes for `where('name', text)`, as the text; null if there is none. */
+function namePrefixOf(filters: Array<[string, string, unknown]>): string | null {
+  const from = filters.find(([p, op, v]) => p === 'name' && op === '>=' && typeof v === 'string' && v !== '');
+  if (!from) return null;
+  const text = from[2] as string;
+  const limit = text.slice(0, -1) + String.fromCharCode(text.charCodeAt(text.length - 1) + 1);
+  const to = filters.find(([p, op, v]) => p === 'name' && op === '<' && v === limit);
+  return to ? text : null;
 }
 
 function optionalCount(value: unknown, what: string): number | null {
@@ -421,10 +476,10 @@ function filterValue(property: string, value: unknown): unknown {
   return value;
 }
 
-export function parseSdkQuery(self: unknown): SdkQuery {
+export function parseSdkQuery(self: unknown, publicUrl: string): SdkQuery {
   if (!isPlainObject(self)) throw new InvalidInput('Query needs its self_obj.');
   const className = self._klass;
-  const cls = typeof className === 'string' ? SDK_ENTITY_CLASSES[className] : undefined;
+  const cls = typeof className === 'string' ? sdkEntityClass(className, publicUrl) : undefined;
   if (!cls) {
     throw new NotOffered(
       `Query(${String(className)})`,
@@ -435,21 +490,25 @@ export function parseSdkQuery(self: unknown): SdkQuery {
   const filters = self.filters ?? [];
   if (!Array.isArray(filters))
     throw new InvalidInput('Query filters must be a list of [property, operator, value].');
+  const parsed = filters.map((filter: unknown, i): [string, string, unknown] => {
+    if (
+      !Array.isArray(filter) ||
+      filter.length !== 3 ||
+      typeof filter[0] !== 'string' ||
+      typeof filter[1] !== 'string'
+    ) {
+      throw new InvalidInput(`Query filters[${i}] must be [property, operator, value].`);
+    }
+    return [filter[0], filter[1], filterValue(filter[0], filter[2])];
+  });
+  const namePrefix = namePrefixOf(parsed);
   return {
+    namePrefix,
     cls,
     kind: cls.kind,
     className: className as string,
-    filters: filters.map((filter: unknown, i) => {
-      if (
-        !Array.isArray(filter) ||
-        filter.length !== 3 ||
-        typeof filter[0] !== 'string' ||
-        typeof filter[1] !== 'string'
-      ) {
-        throw new InvalidInput(`Query filters[${i}] must be [property, operator, value].`);
-      }
-      return [filter[0], filter[1], filterValue(filter[0], filter[2])] as [string, string, unknown];
-    }),
+    // The name range is matched on the search form, after the engine's other filters.
+    filters: namePrefix === null ? parsed : parsed.filter(([property]) => property !== 'name'),
     order: names(self.order, 'Query order'),
     projection:
       self.projection === undefined || self.projection === null
@@ -484,7 +543,8 @@ async function queryPage(
     const projection = query.projection.map(listProperty);
     // An entity keeps its id whatever it projects: the SDK builds objects from what it reads.
     const include = !projection.some((name) => name.startsWith('-'));
-    json.projection = include && !projection.includes('id') ? ['id', ...projection] : projection;
+    const needed = ['id', ...(query.namePrefix === null ? [] : ['name'])];
+    json.projection = include ? [...new Set([...needed, ...projection])] : projection;
   }
   if (query.distinctOn.length) json.distinct_on = query.distinctOn.map(listProperty);
   const { items, next_page_token } = await listEntities(db, actor, query.kind, {
@@ -492,7 +552,13 @@ async function queryPage(
     page_size: pageSize,
     page_token: pageToken,
   });
-  return { items: items.map((view) => toSdkEntity(query.kind, view)), next: next_page_token };
+  const listed = query.cls.listed ?? ((view: Record<string, unknown>) => view);
+  const prefix = query.namePrefix;
+  const matching =
+    prefix === null
+      ? items
+      : items.filter((view) => typeof view.name === 'string' && searchForm(view.name).startsWith(prefix));
+  return { items: matching.map((view) => toSdkEntity(query.kind, listed(view))), next: next_page_token };
 }
 
 /** Up to `count` entities after `offset`, walking pages (offset is not a cursor: it costs its rows). */
@@ -511,8 +577,17 @@ async function readEntities(
   }
   const out: Record<string, unknown>[] = [];
   let token: string | null = query.pageToken;
-  for (;;) {
-    const size = Math.min(100, wanted === null ? 100 : Math.max(1, wanted - out.length));
+  for (let pages = 1; ; pages++) {
+    // A name search drops rows after the engine's page: read whole pages, and not without end.
+    if (pages > QUERY_SCAN_PAGES) {
+      throw new InvalidInput(
+        `The query reads more than ${QUERY_SCAN_PAGES * 100} entities to match the name: narrow it with other filters.`,
+      );
+    }
+    const size =
+      query.namePrefix !== null
+        ? 100
+        : Math.min(100, wanted === null ? 100 : Math.max(1, wanted - out.length));
     const { items, next } = await queryPage(db, actor, query, size, token);
     out.push(...items);
     if (next === null || (wanted !== null && out.length >= wanted)) break;
@@ -532,8 +607,9 @@ export async function queryMethod(
   method: string,
   self: unknown,
   params: Record<string, unknown>,
+  publicUrl: string,
 ): Promise<unknown> {
-  const query = parseSdkQuery(self);
+  const query = parseSdkQuery(self, publicUrl);
   const offset = optionalCount(params.offset, 'offset') ?? query.offset;
   switch (method) {
     case 'load':

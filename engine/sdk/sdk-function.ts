@@ -12,7 +12,7 @@ import { workerExecutionOf } from '../workflows/execution-queries';
 import { runWorkflow } from '../workflows/run-workflow';
 import type { WorkflowRunner } from '../workflows/workflow-runner';
 import { WORKFLOW } from '../workflows/workflow-store';
-import { entityMethod, NotOffered, queryMethod, SDK_ENTITY_CLASSES } from './sdk-entities';
+import { entityMethod, NotOffered, queryMethod, sdkEntityClass } from './sdk-entities';
 import { decodeWire, wireDateTime } from './sdk-wire';
 import { cacheMethod, lockMethod } from './user-cache';
 
@@ -27,6 +27,8 @@ import { cacheMethod, lockMethod } from './user-cache';
 export interface SdkDependencies {
   db: Database;
   workflows: WorkflowRunner;
+  /** The service's base URL: reports show absolute addresses. */
+  publicUrl: string;
 }
 
 export interface SdkRequest {
@@ -46,7 +48,6 @@ export interface SdkCallContext {
 /** Classes of everysk-lib that this service does not offer, and why. */
 export const NOT_OFFERED_CLASSES: Readonly<Record<string, string>> = {
   Workspace: 'not built yet: use /v2/workspaces',
-  Report: 'not built yet: use /v2/reports',
   Secrets: 'platform-internal: secrets of the hosted platform',
   SecretsScript: 'platform-internal: secrets of the hosted platform',
   Script: 'platform-internal: the hosted platform’s script runner',
@@ -228,11 +229,11 @@ export async function callSdkFunction(
     ...(context.workflow ? { workflow: context.workflow } : {}),
   };
   const { class_name: className, method_name: method, self_obj: self, params } = request;
-  const kind = SDK_ENTITY_CLASSES[className];
-  if (kind) return entityMethod(deps.db, actor, kind, method, self, params);
+  const entityClass = sdkEntityClass(className, deps.publicUrl);
+  if (entityClass) return entityMethod(deps.db, actor, entityClass, method, self, params);
   switch (className) {
     case 'Query':
-      return queryMethod(deps.db, actor, method, self, params);
+      return queryMethod(deps.db, actor, method, self, params, deps.publicUrl);
     case 'Workflow':
     case 'WorkflowExecution':
     case 'WorkerExecution':

@@ -298,6 +298,50 @@ describe('sdk_function', () => {
     expect((await sdk(call('File', 'remove', { entity_id: made.id }))).json()).toMatchObject({ id: made.id });
   });
 
+  test('Query where(name): the SDK’s prefix range on the search form (case and accents folded)', async () => {
+    await sdk(
+      call('Portfolio', 'create', { entity_dict: { name: 'Café Growth', workspace: 'nm', securities } }),
+    );
+    await sdk(
+      call('Portfolio', 'create', { entity_dict: { name: 'Cafeteria', workspace: 'nm', securities } }),
+    );
+    await sdk(call('Portfolio', 'create', { entity_dict: { name: 'Bonds', workspace: 'nm', securities } }));
+    // Portfolio.query.where('name', 'Café') sends the normalised text as a range.
+    const text = 'café'.normalize('NFKD');
+    const limit = text.slice(0, -1) + String.fromCharCode(text.charCodeAt(text.length - 1) + 1);
+    const res = await sdk(
+      call(
+        'Query',
+        'loads',
+        {},
+        {
+          _klass: 'Portfolio',
+          filters: [
+            ['workspace', '=', 'nm'],
+            ['name', '<', limit],
+            ['name', '>=', text],
+          ],
+          order: ['name'],
+          projection: ['workspace'],
+        },
+      ),
+    );
+    expect(res.json().map((p: { name: string }) => p.name)).toEqual(['Café Growth']);
+  });
+
+  test('Report: the SDK’s lower-case authorization; another account’s report unknown', async () => {
+    const made = (await sdk(call('Report', 'create', { entity_dict: { name: 'R', widgets: [] } }))).json();
+    expect(made).toMatchObject({ id: expect.stringMatching(/^repo_/), authorization: 'private' });
+    expect((await sdk(call('Report', 'retrieve', { entity_id: made.id }), other)).json()).toBeNull();
+    expect(
+      (await sdk(call('Report', 'modify', { entity_id: made.id, overwrites: { name: 'x' } }), other))
+        .statusCode,
+    ).toBe(404);
+    expect((await sdk(call('Report', 'retrieve', { entity_id: made.id }))).json()).toMatchObject({
+      name: 'R',
+    });
+  });
+
   test('malformed gzip, a body that is not JSON, no credentials: the SDK error body', async () => {
     const broken = await h.app.inject({
       method: 'POST',
@@ -334,7 +378,11 @@ describe('sdk_function', () => {
     expect(byHttp).toMatchObject({ source: 'SDK', account_id: h.account.accountId });
 
     const worker = (await callSdkFunction(
-      { db: h.db, workflows: temporalWorkflowRunner(h.t.temporal, 'unused-task-queue') },
+      {
+        db: h.db,
+        workflows: temporalWorkflowRunner(h.t.temporal, 'unused-task-queue'),
+        publicUrl: 'http://localhost',
+      },
       {
         accountId: h.account.accountId,
         userId: h.account.ownerId,

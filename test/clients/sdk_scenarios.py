@@ -137,6 +137,20 @@ def file_entity():
 
 
 @scenario
+def report_entity():
+    from everysk.sdk.entities.report.base import Report
+
+    made = Report.create({'name': 'SDK report', 'workspace': WORKSPACE, 'widgets': []})
+    check(made.id.startswith('repo_') and made.name == 'SDK report', 'create: %r' % made.id)
+    renamed = Report.modify(made.id, {'name': 'SDK report 2'})
+    check(renamed.name == 'SDK report 2', 'modify')
+    listed = Report.query.where('workspace', WORKSPACE).where('name', 'SDK report 2').loads()
+    check([r.id for r in listed] == [made.id], 'a query of reports: %r' % listed)
+    check(Report.remove(made.id).id == made.id and Report.retrieve(made.id) is None, 'remove')
+    return {'id': made.id}
+
+
+@scenario
 def workflow_run_and_wait():
     execution = Workflow(id=os.environ['PAS_WORKFLOW_OK']).run_and_wait(parameters={'amount': 21}, timeout=120, poll_interval=0.2)
     check(execution.result.data == {'doubled': 42}, 'the Ender result: %r' % (execution.result,))

@@ -89,6 +89,7 @@ export const LAYER_SCRIPTS: ReadonlyArray<{
       'queries',
       'custom_index_by_symbol',
       'file_entity',
+      'report_entity',
       'workflow_run_and_wait',
       'market_data',
       'user_cache',
