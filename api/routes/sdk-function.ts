@@ -91,7 +91,7 @@ const sdkFunction: FastifyPluginAsync<{
           tags: ['SDK'],
           summary: 'One call of everysk-lib’s SDK layer, also at /v1/sdk_function (Extension)',
           description:
-            'Entities (Portfolio, Datastore, CustomIndex, PrivateSecurity, UserApp, File, Report: retrieve, create, modify, remove, clone, their *_many forms, save, delete, validate, validate_transient, securities_check), Query (load, loads, page, fetch_ids, fetch_id), Workflow.run with WorkflowExecution.retrieve and WorkerExecution.retrieve (run_and_wait), MarketData.get_historical, UserCache and UserLock. Any other class or method answers 400 saying it is not offered. See docs/clients.md.',
+            'Entities (Portfolio, Datastore, CustomIndex, PrivateSecurity, UserApp, File, Report: retrieve, create, modify, remove, clone, their *_many forms, save, delete, validate, validate_transient, securities_check), Query (load, loads, page, fetch_ids, fetch_id), Workflow.run and retrieve, with WorkflowExecution.retrieve and WorkerExecution.retrieve (run_and_wait), MarketData.get_historical, UserCache and UserLock. Any other class or method answers 400 saying it is not offered. See docs/clients.md.',
           body: SdkCall,
           response: {
             200: Type.Unknown({

@@ -11,7 +11,8 @@ import {
 import { workerExecutionOf } from '../workflows/execution-queries';
 import { runWorkflow } from '../workflows/run-workflow';
 import type { WorkflowRunner } from '../workflows/workflow-runner';
-import { WORKFLOW } from '../workflows/workflow-store';
+import { WORKFLOW, workflowView } from '../workflows/workflow-store';
+import { viewEntity } from '../store/entity-store';
 import { entityMethod, NotOffered, queryMethod, sdkEntityClass } from './sdk-entities';
 import { decodeWire, wireDateTime } from './sdk-wire';
 import { cacheMethod, lockMethod } from './user-cache';
@@ -131,6 +132,17 @@ async function workflowMethod(
       parameters,
     });
     return { workflow_execution: sdkRecord(workflowExecutionView(execution)) };
+  }
+  if (className === 'Workflow' && method === 'retrieve') {
+    const id = params.entity_id;
+    if (typeof id !== 'string' || id === '') throw new InvalidInput('entity_id must be a workflow id.');
+    const row = (await deps
+      .db('entities')
+      .where({ account_id: accountId, kind: WORKFLOW.kind, id })
+      .first('workspace')) as { workspace: string | null } | undefined;
+    if (!row) return null;
+    const record = await viewEntity(deps.db, actor, WORKFLOW, id, row.workspace ?? undefined);
+    return sdkRecord(workflowView(record));
   }
   if (className === 'WorkflowExecution' && method === 'retrieve') {
     const id = params.entity_id;

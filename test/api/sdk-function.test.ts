@@ -342,6 +342,38 @@ describe('sdk_function', () => {
     });
   });
 
+  test('workflows: another account’s workflow cannot be run or read; unknown executions are None', async () => {
+    const workflow = await h.call('POST', '/v2/workflows', {
+      name: 'w',
+      workers: [
+        { id: 'wrkr_' + 'a'.repeat(25), name: 'Start', type: 'STARTER', next: ['wrkr_' + 'e'.repeat(25)] },
+        {
+          id: 'wrkr_' + 'e'.repeat(25),
+          name: 'End',
+          type: 'ENDER',
+          script: 'function main(args) { return {}; }',
+        },
+      ],
+    });
+    expect(workflow.statusCode).toBe(200);
+    const id = workflow.json().workflow.id as string;
+    expect((await sdk(call('Workflow', 'retrieve', { entity_id: id }))).json()).toMatchObject({
+      id,
+      name: 'w',
+    });
+    expect((await sdk(call('Workflow', 'retrieve', { entity_id: id }), other)).json()).toBeNull();
+    const run = await sdk(call('Workflow', 'run', { parameters: {} }, { id }), other);
+    expect(run.statusCode).toBe(404);
+    expect(await h.db('workflow_executions').where({ workflow_id: id }).count({ n: '*' }).first()).toEqual({
+      n: 0,
+    });
+    const unknown = 'wfex_' + 'b'.repeat(25);
+    expect((await sdk(call('WorkflowExecution', 'retrieve', { entity_id: unknown }))).json()).toBeNull();
+    expect(
+      (await sdk(call('WorkerExecution', 'retrieve', { entity_id: 'wkex_' + 'c'.repeat(25) }))).json(),
+    ).toBeNull();
+  });
+
   test('malformed gzip, a body that is not JSON, no credentials: the SDK error body', async () => {
     const broken = await h.app.inject({
       method: 'POST',
