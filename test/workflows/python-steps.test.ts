@@ -317,6 +317,43 @@ describe('Python steps in workflows', () => {
     expect((await untilSettled(template.id)).container_status).toBe('SUCCESS');
   }, 600_000);
 
+  test('retry from the failed Python step: earlier steps reused, the Python step runs again', async () => {
+    const flag = `python-ready-${Date.now()}`;
+    const { workflow, ids } = await chain('Retry Python', [
+      {
+        type: 'BASIC',
+        script_runtime: 'python3.11',
+        script: 'import random\n\ndef main(args):\n    return {"draw": random.random()}\n',
+      },
+      {
+        type: 'BASIC',
+        script_runtime: 'python3.11',
+        script: [
+          'def main(args):',
+          `    found = sdk.listDatastores({"query": {"filters": [["name", "=", "${flag}"]]}})`,
+          '    if not found["datastores"]:',
+          '        raise RuntimeError("not ready")',
+          '    return dict(args["inputs"], ready=True)',
+        ].join('\n'),
+      },
+    ]);
+    const failed = await runToEnd(workflow.id);
+    expect(failed.run_status).toBe('FAILED');
+    const first = await stepOf(failed, ids[1]!);
+    expect((await stepOf(failed, ids[2]!)).error_message).toMatch(/RuntimeError: not ready \(worker\.py:4\)/);
+    expect((await h.call('POST', '/v2/datastores', { name: flag, data: [['x']] })).statusCode).toBe(200);
+    const res = await h.call(
+      'POST',
+      `/v2/workflows/${workflow.id}/workflow_executions/${failed.id}/retry`,
+      {},
+    );
+    expect(res.statusCode).toBe(202);
+    const ended = await h.pollUntilEnded(workflow.id, res.json().workflow_execution.id);
+    expect(ended.run_status).toBe('SUCCEEDED');
+    const ender = await h.workerExecution(ended.ender_worker_execution_id!);
+    expect(ender.result).toEqual({ ...(first.result as object), ready: true });
+  }, 120_000);
+
   test('the Python SDK acts in the run’s account and workspace only, audited as WORKER', async () => {
     const foreign = await h.call(
       'POST',
