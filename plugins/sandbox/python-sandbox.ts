@@ -113,8 +113,10 @@ async function serveChannel(
   const routes = run.routes ?? {};
   const server = http.createServer((request, response) => {
     const send = (status: number, body: unknown) => {
-      const text = typeof body === 'string' ? body : JSON.stringify(body);
-      response.writeHead(status, { 'content-type': 'application/json' }).end(text);
+      const text = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
+      response
+        .writeHead(status, { 'content-type': 'application/json', 'content-length': text.length })
+        .end(text);
     };
     const chunks: Buffer[] = [];
     let size = 0;
@@ -308,6 +310,7 @@ export async function runPythonScript(run: PythonRun): Promise<ScriptOutcome> {
       '--setenv', 'PYTHONUNBUFFERED', '1',
       '--setenv', 'PYTHONDONTWRITEBYTECODE', '1',
       '--setenv', 'PAS_SDK_PORT', String(SDK_PORT),
+      '--setenv', 'PAS_SDK_SOCKET', '/run/pas/sdk.sock',
       '--setenv', 'PAS_SDK_URL', `http://127.0.0.1:${SDK_PORT}`,
       // One thread per numerical library: threads count against the process limit.
       '--setenv', 'OPENBLAS_NUM_THREADS', '1',

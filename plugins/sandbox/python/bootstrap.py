@@ -6,16 +6,16 @@ arguments object arrives as JSON on stdin, the reply leaves on fd 3 as `<kind> <
 It also forwards 127.0.0.1:<port> to the host's SDK socket, so any HTTP client reaches the SDK.
 """
 
+# Only cheap imports here (the step's start-up time is the sandbox's overhead): the C modules
+# _socket and _thread instead of socket and threading; traceback only when a script fails.
+import _socket
+import _thread
 import builtins
 import errno
 import json
-import math
 import os
 import resource
-import socket
 import sys
-import threading
-import traceback
 
 SETTINGS = json.loads(sys.argv[1])
 SCRIPT_FILENAME = "worker.py"
@@ -99,7 +99,7 @@ def pump(source, target):
     finally:
         for end in (source, target):
             try:
-                end.shutdown(socket.SHUT_RDWR)
+                end.shutdown(_socket.SHUT_RDWR)
             except OSError:
                 pass
 
@@ -107,31 +107,44 @@ def pump(source, target):
 def forward(listener, path):
     while True:
         try:
-            client, _ = listener.accept()
+            fd, _ = listener._accept()
         except OSError:
             return
+        client = _socket.socket(fileno=fd)
         try:
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             upstream.connect(path)
         except OSError:
             client.close()
             continue
-        threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
-        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        _thread.start_new_thread(pump, (client, upstream))
+        _thread.start_new_thread(pump, (upstream, client))
 
 
 def start_forwarder():
+    """127.0.0.1:<sdkPort> → the host's SDK socket, for any HTTP client (urllib, requests, everysk)."""
     path = SETTINGS.get("sdkSocket")
     if not path:
         return
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", SETTINGS["sdkPort"]))
     listener.listen(16)
-    threading.Thread(target=forward, args=(listener, path), daemon=True).start()
+    _thread.start_new_thread(forward, (listener, path))
+
+
+class LazySdk:
+    """`sdk`: loads the SDK module on first use (a step that never calls it does not pay for it)."""
+
+    def __getattr__(self, name):
+        import pas_sdk
+
+        return getattr(pas_sdk.sdk, name)
 
 
 def location(error):
+    import traceback
+
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == SCRIPT_FILENAME]
     return " (%s:%d)" % (SCRIPT_FILENAME, frames[-1].lineno) if frames else ""
 
@@ -154,7 +167,7 @@ def describe(error):
 def finite(value):
     """JSON has no NaN or infinity: they become null, as JavaScript's JSON.stringify makes them."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return value if value - value == 0 else None
     if isinstance(value, dict):
         return {key: finite(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -190,12 +203,7 @@ def main():
     sys.stderr = sys.__stderr__ = LogWriter("E")
     start_forwarder()
     sys.path.insert(0, "/sandbox/lib")
-    try:
-        import pas_sdk
-
-        builtins.sdk = pas_sdk.sdk
-    except Exception as error:  # the SDK module is ours: a failure here is a defect, say so
-        reply("script", "The sandbox's SDK module did not load: %s" % error)
+    builtins.sdk = LazySdk()
     with open("/sandbox/script.py", encoding="utf-8") as handle:
         source = handle.read()
     module = {"__name__": "worker", "__file__": SCRIPT_FILENAME, "__builtins__": builtins}
