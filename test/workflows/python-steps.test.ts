@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { publishBuiltinTemplates, builtinTemplateId } from '../../engine/worker-templates/builtin-templates';
+import { scheduleIdOf } from '../../engine/workflows/workflow-schedules';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import { type Execution, startHarness, type WorkflowHarness, workerId } from './workflow-harness';
 
@@ -144,6 +145,94 @@ describe('Python steps in workflows', () => {
     ]);
     const last = await stepOf(execution, ids[4]!);
     expect(last.result).toEqual({ total: 36, kind: 'number' });
+  }, 120_000);
+
+  test('a webhook starts a run whose Python STARTER reads the posted body, then a JavaScript step', async () => {
+    const integration = await h.call('POST', '/v2/integrations', { name: 'Python feed', type: 'WEBHOOK' });
+    expect(integration.statusCode).toBe(200);
+    const [s, j, e] = [workerId(), workerId(), workerId()];
+    const workflow = await h.store({
+      name: 'Python webhook',
+      trigger_type: 'FILE_RECEIVED',
+      trigger_config: { integration_id: integration.json().integration.id },
+      trigger_enabled: true,
+      workers: [
+        {
+          id: s,
+          name: 'Start',
+          type: 'STARTER',
+          script_runtime: 'python3.11',
+          script:
+            'def main(args):\n    body = args["script_inputs"]["body"]\n    return {"orders": len(body["orders"]), "total": sum(o["qty"] for o in body["orders"])}\n',
+          next: [j],
+        },
+        {
+          id: j,
+          name: 'Double',
+          type: 'BASIC',
+          script: 'function main(args) { return { ...args.inputs, double: args.inputs.total * 2 } }',
+          next: [e],
+        },
+        { id: e, name: 'End', type: 'ENDER' },
+      ],
+    });
+    const posted = await h.t.app.inject({
+      method: 'POST',
+      url: `/v2/integrations/${integration.json().integration.id as string}/webhook?key=${h.account.key.auth_token}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ orders: [{ qty: 2 }, { qty: 5 }] }),
+    });
+    expect(posted.statusCode).toBeLessThan(300);
+    const deadline = Date.now() + 60_000;
+    let ended: Execution | undefined;
+    while (!ended) {
+      const list = await h.call('GET', `/v2/workflows/${workflow.id}/workflow_executions?page_size=10`);
+      ended = (list.json().workflow_executions as Execution[]).find((run) => run.run_status !== 'RUNNING');
+      if (Date.now() > deadline) throw new Error('the webhook run did not end');
+      if (!ended) await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(ended.run_status).toBe('SUCCEEDED');
+    const ender = await h.workerExecution(ended.ender_worker_execution_id!);
+    expect(ender.result).toEqual({ orders: 2, total: 7, double: 14 });
+  }, 120_000);
+
+  test('a schedule’s firing runs a workflow with a Python step', async () => {
+    const [s, p, e] = [workerId(), workerId(), workerId()];
+    const workflow = await h.store({
+      name: 'Python schedule',
+      trigger_type: 'TIME_BASED',
+      // Never due on its own within the test: the schedule is fired by hand.
+      trigger_config: { cron: '0 0 1 1 *', timezone: 'UTC' },
+      trigger_enabled: true,
+      workers: [
+        { id: s, name: 'Start', type: 'STARTER', next: [p] },
+        {
+          id: p,
+          name: 'Python',
+          type: 'BASIC',
+          script_runtime: 'python3.11',
+          script:
+            'import sys\n\ndef main(args):\n    return {"python": sys.version_info[:2], "type": args["worker_type"]}\n',
+          next: [e],
+        },
+        { id: e, name: 'End', type: 'ENDER' },
+      ],
+    });
+    await h.t.temporal.schedule.getHandle(scheduleIdOf(workflow.id)).trigger();
+    const deadline = Date.now() + 60_000;
+    let ended: Execution | undefined;
+    while (!ended) {
+      const list = await h.call('GET', `/v2/workflows/${workflow.id}/workflow_executions?page_size=10`);
+      ended = (list.json().workflow_executions as Execution[]).find((run) => run.run_status !== 'RUNNING');
+      if (Date.now() > deadline) throw new Error('the scheduled run did not end');
+      if (!ended) await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(ended).toMatchObject({ run_status: 'SUCCEEDED', trigger: 'TIME_BASED' });
+    expect((await h.workerExecution(ended.ender_worker_execution_id!)).result).toEqual({
+      python: [3, 11],
+      type: 'BASIC',
+    });
+    await h.t.temporal.schedule.getHandle(scheduleIdOf(workflow.id)).delete();
   }, 120_000);
 
   test('a Python error fails its step with the error and its line', async () => {
