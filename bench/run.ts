@@ -3,6 +3,7 @@ import { runCalcBench } from './calc.bench';
 import { runClusterBench } from './cluster.bench';
 import { runFileUploadBench } from './file-upload.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
+import { runPythonStepBench } from './python-step.bench';
 import { runWorkflowBench } from './workflow.bench';
 
 /** Every benchmark by name; `npm run bench -- NAME…` runs those, `npm run bench` all of them. */
@@ -13,6 +14,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   workflow: (argv) => runWorkflowBench(argv),
   cluster: (argv) => runClusterBench(argv),
   backup: (argv) => runBackupBench(argv),
+  'python-step': (argv) => runPythonStepBench(argv),
 };
 
 /**

@@ -26,6 +26,8 @@ export async function createTemporalWorker(options: {
   sandboxLimits?: Partial<SandboxLimits>;
   /** Where scripts' calculations simulate; the caller owns it (and closes it after the worker). */
   simulation?: SimulationBackend;
+  /** Where the Python templates' virtualenvs live. */
+  pythonEnvironments?: string;
 }): Promise<Worker> {
   return Worker.create({
     connection: options.connection,
@@ -37,6 +39,7 @@ export async function createTemporalWorker(options: {
         publicUrl: options.publicUrl,
         sandboxLimits: options.sandboxLimits,
         simulation: options.simulation,
+        pythonEnvironments: options.pythonEnvironments,
       }),
       ...createTriggerActivities(
         options.db,

@@ -4,6 +4,8 @@ import { startSimulationEngine } from '../engine/calculations/simulation-engine'
 import { loadConfig } from '../engine/platform/config';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
+import { startEnvironmentBuilder } from '../engine/worker-templates/python-environments';
+import path from 'node:path';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { createTemporalWorker } from './temporal-worker';
@@ -29,6 +31,15 @@ async function main(): Promise<void> {
   console.log(
     `worker: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,
   );
+  // Python templates' virtualenvs: PENDING ones are built here in the background.
+  const pythonEnvironments = path.join(config.dataDir, 'python-environments');
+  const builder = startEnvironmentBuilder(db, pythonEnvironments, {
+    onError: (error) =>
+      console.error(
+        'worker: Python environment build pass failed:',
+        error instanceof Error ? error.message : error,
+      ),
+  });
   const worker = await createTemporalWorker({
     db,
     connection,
@@ -37,6 +48,7 @@ async function main(): Promise<void> {
     taskQueue: config.temporalTaskQueue,
     publicUrl: config.publicUrl,
     simulation: simulation.backend,
+    pythonEnvironments,
   });
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);
@@ -54,6 +66,7 @@ async function main(): Promise<void> {
   );
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();
+  await builder.stop();
   await clientConnection.close();
   await connection.close();
   await simulation.backend.close();

@@ -2,7 +2,11 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import { LOCAL_STEP_MAX_SECONDS } from '../../engine/workflows/local-steps';
 import {
   FORM_INPUTS_MAX,
+  REQUIREMENT,
+  REQUIREMENT_MAX,
+  REQUIREMENTS_MAX,
   SCRIPT_MAX_BYTES,
+  SCRIPT_RUNTIMES,
   TEMPLATE_LIMIT_BOUNDS,
   WORKER_TEMPLATE,
   WORKER_TEMPLATE_TYPES,
@@ -34,10 +38,34 @@ const properties = {
   type: Type.Union(
     ['STARTER', 'BASIC', 'ENDER', 'FORKER', 'BARRIER', 'CONDITIONAL'].map((t) => Type.Literal(t)),
   ),
-  script_runtime: Type.Union([Type.Literal('javascript'), Type.Literal('typescript')]),
+  script_runtime: Type.Union(SCRIPT_RUNTIMES.map((runtime) => Type.Literal(runtime))),
   script_entry_point: Type.String(),
   run_locally: Type.Boolean({ description: 'Always true: scripts run in the sandbox of the service.' }),
-  container_status: Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('ERROR')]),
+  container_status: Type.Union([Type.Literal('PENDING'), Type.Literal('SUCCESS'), Type.Literal('ERROR')], {
+    description:
+      'SUCCESS: the template can run. A Python template with requirements is PENDING while its ' +
+      'virtualenv is built in the background, then SUCCESS, or ERROR (environment.build_log_tail says ' +
+      'why); a step of a template that is not SUCCESS fails. JavaScript templates are SUCCESS at once.',
+  }),
+  requirements: Type.Array(Type.String(), {
+    description: 'Extension: the requirement specifiers of a Python template (empty for JavaScript).',
+  }),
+  environment: Nullable(
+    Type.Object(
+      {
+        requirements_hash: Type.String({
+          description: 'Names the virtualenv: templates with the same requirements share one.',
+        }),
+        build_log_tail: Nullable(
+          Type.String({ description: "The end of the build's log (pip's output and pip freeze)." }),
+        ),
+        built_at: Nullable(Type.String()),
+      },
+      {
+        description: 'Extension: the Python virtualenv of a template with requirements; null for the others.',
+      },
+    ),
+  ),
   memory_limit_mb: Nullable(
     Type.Integer({
       description:
@@ -88,12 +116,32 @@ const fields = {
     }),
   ),
   script_runtime: Type.Optional(
-    OrNull(Type.Union([Type.Literal('javascript'), Type.Literal('typescript')]), {
-      'x-rule': 'javascript or typescript: scripts run in a JavaScript sandbox',
+    OrNull(Type.Union(SCRIPT_RUNTIMES.map((runtime) => Type.Literal(runtime))), {
+      'x-rule': `one of the accepted runtimes: ${SCRIPT_RUNTIMES.join(', ')}`,
       description:
-        'javascript (default) or typescript; any other runtime is refused. TypeScript is transpiled when ' +
-        'published: a syntax error is a 400 naming the line.',
+        'javascript (default), typescript or python3.11; any other runtime (another Python version too) ' +
+        'is refused. TypeScript is transpiled when published: a syntax error is a 400 naming the line. ' +
+        "python3.11 runs the script with Debian's interpreter in a bubblewrap sandbox (docs/workflows.md).",
     }),
+  ),
+  requirements: Type.Optional(
+    OrNull(
+      Type.Array(
+        Type.String({
+          minLength: 1,
+          maxLength: REQUIREMENT_MAX,
+          pattern: REQUIREMENT.source,
+          'x-rule': 'a requirement specifier such as numpy==2.2.6 (no URLs, paths, options or markers)',
+        }),
+        { maxItems: REQUIREMENTS_MAX },
+      ),
+      {
+        description:
+          'Extension, Python templates only: requirement specifiers such as "numpy==2.2.6" (pins ' +
+          'recommended; no URLs, paths or options), installed from the package index as wheels into the ' +
+          "template's own virtualenv. Publishing sets container_status PENDING until it is built. Default [].",
+      },
+    ),
   ),
   script_entry_point: Type.Optional(
     OrNull(

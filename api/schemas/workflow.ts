@@ -56,6 +56,14 @@ export const WorkerNode = Type.Object(
     ),
     template_id: Type.Optional(TemplateId),
     script: Type.Optional(InlineScript),
+    script_runtime: Type.Optional(
+      Type.Union([Type.Null(), Type.Literal('javascript'), Type.Literal('python3.11')], {
+        'x-rule': 'javascript or python3.11',
+        description:
+          "Extension: the inline script's language, javascript (default) or python3.11 (Python's main(args) " +
+          'gets the same args and runs in the bubblewrap sandbox, without requirements).',
+      }),
+    ),
     script_inputs: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), { description: "Must fit the template's form_inputs." }),
     ),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { type EntityRecord, findEntity } from '../store/entity-store';
@@ -17,9 +18,29 @@ export const WORKER_TEMPLATE_TYPES = [
 ] as const;
 export type WorkerTemplateType = (typeof WORKER_TEMPLATE_TYPES)[number];
 
-/** Scripts run in an isolated-vm (V8) sandbox: JavaScript, or TypeScript transpiled to it. */
-export const SCRIPT_RUNTIMES = ['javascript', 'typescript'] as const;
+/**
+ * JavaScript (and TypeScript transpiled to it) runs in an isolated-vm (V8) sandbox; Python in a
+ * bubblewrap sandbox with Debian's interpreter of that version (plugins/sandbox/python-sandbox.ts).
+ */
+export const SCRIPT_RUNTIMES = ['javascript', 'typescript', 'python3.11'] as const;
 export type ScriptRuntime = (typeof SCRIPT_RUNTIMES)[number];
+export const PYTHON_RUNTIMES = ['python3.11'] as const;
+export type PythonRuntime = (typeof PYTHON_RUNTIMES)[number];
+
+export function isPythonRuntime(runtime: unknown): runtime is PythonRuntime {
+  return (PYTHON_RUNTIMES as readonly unknown[]).includes(runtime);
+}
+
+/** At most this many requirement specifiers, each at most REQUIREMENT_MAX characters. */
+export const REQUIREMENTS_MAX = 100;
+export const REQUIREMENT_MAX = 200;
+/**
+ * One requirement specifier: a distribution name, optional extras, optional version constraints
+ * (`numpy==2.2.6`, `pandas>=2.2,<3`, `requests[socks]==2.32.3`). No URLs, paths, options or
+ * environment markers: pip must get every package from the index, as a wheel.
+ */
+export const REQUIREMENT =
+  /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*\])?(?:\s*(?:===|==|~=|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:===|==|~=|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?$/;
 
 export const CONTAINER_STATUSES = ['PENDING', 'SUCCESS', 'ERROR'] as const;
 export type ContainerStatus = (typeof CONTAINER_STATUSES)[number];
@@ -58,6 +79,10 @@ export interface WorkerTemplate {
   /** The template's own sandbox limits; null: the worker process's. */
   memoryLimitMb: number | null;
   timeoutSeconds: number | null;
+  requirements: string[];
+  containerStatus: ContainerStatus;
+  /** The virtualenv's name (the requirements' hash); null: no requirements, the bare interpreter. */
+  environmentHash: string | null;
 }
 
 export type WorkerTemplateInput = {
@@ -75,6 +100,7 @@ export type WorkerTemplateInput = {
   form_inputs?: unknown;
   memory_limit_mb?: unknown;
   timeout_seconds?: unknown;
+  requirements?: unknown;
 };
 
 function checkCategory(value: unknown): string | null {
@@ -97,11 +123,13 @@ function checkType(value: unknown): WorkerTemplateType {
   return value as WorkerTemplateType;
 }
 
+const ACCEPTED_RUNTIMES = `${SCRIPT_RUNTIMES.slice(0, -1).join(', ')} or ${SCRIPT_RUNTIMES.at(-1)}`;
+
 function checkRuntime(value: unknown): ScriptRuntime {
-  if (typeof value !== 'string') throw new InvalidInput('script_runtime must be javascript or typescript.');
+  if (typeof value !== 'string') throw new InvalidInput(`script_runtime must be ${ACCEPTED_RUNTIMES}.`);
   if (!(SCRIPT_RUNTIMES as readonly string[]).includes(value)) {
     throw new InvalidInput(
-      `script_runtime "${value.slice(0, 40)}" is not supported: scripts run in a JavaScript sandbox, use javascript or typescript.`,
+      `script_runtime "${value.slice(0, 40)}" is not supported: the accepted runtimes are ${ACCEPTED_RUNTIMES}.`,
     );
   }
   return value as ScriptRuntime;
@@ -112,6 +140,33 @@ function checkEntryPoint(value: unknown): string {
     throw new InvalidInput('script_entry_point must be a function name (letters, digits, _ or $).');
   }
   return value;
+}
+
+/** Requirement specifiers, trimmed, in the order given; a duplicate or an option is refused. */
+export function checkRequirements(value: unknown): string[] {
+  if (!Array.isArray(value)) {
+    throw new InvalidInput('requirements must be a list of requirement specifiers such as "numpy==2.2.6".');
+  }
+  if (value.length > REQUIREMENTS_MAX) {
+    throw new InvalidInput(`requirements holds at most ${REQUIREMENTS_MAX} specifiers, got ${value.length}.`);
+  }
+  const names = new Set<string>();
+  return value.map((item: unknown, i) => {
+    const text = typeof item === 'string' ? item.trim() : null;
+    if (text === null || text.length > REQUIREMENT_MAX || !REQUIREMENT.test(text)) {
+      throw new InvalidInput(
+        `requirements[${i}] must be a requirement specifier such as "numpy==2.2.6" (a package name, ` +
+          'optional [extras] and version constraints; no URLs, paths, options or markers).',
+      );
+    }
+    const name = /^[A-Za-z0-9._-]+/
+      .exec(text)![0]
+      .toLowerCase()
+      .replace(/[._-]+/g, '-');
+    if (names.has(name)) throw new InvalidInput(`requirements[${i}]: ${name} is listed twice.`);
+    names.add(name);
+    return text;
+  });
 }
 
 /**
@@ -183,10 +238,53 @@ const checkTimeout = (value: unknown) =>
  */
 function compile(body: Record<string, unknown>): void {
   delete body.script_compiled;
+  settleEnvironment(body);
   if (body.script_runtime !== 'typescript') return;
   const result = transpileForPublishing(body.script as string);
   if ('error' in result) throw new InvalidInput(`script is not valid TypeScript: ${result.error}`);
   body.script_compiled = result.code;
+}
+
+/**
+ * A Python template's environment: its requirements' hash names the virtualenv (environment.ts in
+ * worker-templates/ builds it in the background). New requirements make the template PENDING until
+ * that build ends (SUCCESS or ERROR); unchanged ones keep the status they had. A template without
+ * requirements runs on the bare interpreter, and a JavaScript one needs no environment: SUCCESS.
+ */
+function settleEnvironment(body: Record<string, unknown>): void {
+  const requirements = (body.requirements as string[] | undefined) ?? [];
+  if (!isPythonRuntime(body.script_runtime)) {
+    if (requirements.length > 0) {
+      throw new InvalidInput('requirements are for Python templates: set script_runtime to python3.11.');
+    }
+    body.container_status = 'SUCCESS';
+    delete body.environment;
+    return;
+  }
+  if (
+    body.script_entry_point !== undefined &&
+    !/^[A-Za-z_][A-Za-z0-9_]*$/.test(body.script_entry_point as string)
+  ) {
+    throw new InvalidInput('script_entry_point of a Python template must be a Python function name.');
+  }
+  if (requirements.length === 0) {
+    body.container_status = 'SUCCESS';
+    delete body.environment;
+    return;
+  }
+  const hash = requirementsHash(body.script_runtime, requirements);
+  const environment = body.environment as { hash?: string } | undefined;
+  if (environment?.hash === hash && body.container_status === 'SUCCESS') return;
+  body.container_status = 'PENDING';
+  body.environment = { hash, log_tail: null, built_at: null };
+}
+
+/** Names a virtualenv: the runtime and the requirements, sorted and normalised (order is not meaning). */
+export function requirementsHash(runtime: unknown, requirements: readonly string[]): string {
+  const lines = requirements.map((line) => line.replace(/\s+/g, '')).sort();
+  return createHash('sha256')
+    .update(`${String(runtime)}\n${lines.join('\n')}`)
+    .digest('hex');
 }
 
 /** Built-in templates belong to the service: an account reads them and changes none. */
@@ -207,7 +305,8 @@ async function refuseBuiltin(db: Database, actor: Actor, id: string): Promise<vo
  * A worker template: account-wide, plus the service's built-in ones that every account reads. On
  * update a field left out (or null) keeps its value, except `category`, `memory_limit_mb` and
  * `timeout_seconds`, which null sets back to none (the service's default limits), and tags, which
- * null clears. Publishing builds nothing outside the row: `container_status` is SUCCESS at once.
+ * null clears. A JavaScript template's `container_status` is SUCCESS at once; a Python one with
+ * requirements is PENDING until its virtualenv is built (see settleEnvironment).
  */
 export const WORKER_TEMPLATE = resourceKind({
   kind: 'worker_template',
@@ -237,13 +336,32 @@ export const WORKER_TEMPLATE = resourceKind({
     form_inputs: { default: () => [], check: checkFormInputs },
     memory_limit_mb: { default: () => null, check: checkMemoryLimit, nullClears: true },
     timeout_seconds: { default: () => null, check: checkTimeout, nullClears: true },
+    requirements: { default: () => [], check: checkRequirements },
     container_status: { readOnly: true, default: () => 'SUCCESS' satisfies ContainerStatus },
   },
   // Scripts always run in the service's own sandbox; there is no remote container to run them in.
-  extraView: (record) => ({ run_locally: true, builtin: record.accountId === SYSTEM_ACCOUNT_ID }),
+  extraView: (record) => ({
+    run_locally: true,
+    builtin: record.accountId === SYSTEM_ACCOUNT_ID,
+    ...environmentView(record),
+  }),
   finish: compile,
   guard: refuseBuiltin,
 });
+
+/** `environment`: the virtualenv's hash, and the tail of its build log (an ERROR says why). */
+function environmentView(record: EntityRecord): Record<string, unknown> {
+  const environment = record.body.environment as
+    { hash: string; log_tail: string | null; built_at: string | null } | undefined;
+  if (!environment) return { environment: null };
+  return {
+    environment: {
+      requirements_hash: environment.hash,
+      build_log_tail: environment.log_tail,
+      built_at: environment.built_at,
+    },
+  };
+}
 
 /** The stored body of a new template, every field checked (the built-in ones are stored so). */
 export function newTemplateBody(input: WorkerTemplateInput): Record<string, unknown> {
@@ -266,6 +384,9 @@ export function readWorkerTemplate(record: EntityRecord): WorkerTemplate {
     compiledScript: typeof record.body.script_compiled === 'string' ? record.body.script_compiled : null,
     memoryLimitMb: view.memory_limit_mb as number | null,
     timeoutSeconds: view.timeout_seconds as number | null,
+    requirements: (view.requirements as string[] | null) ?? [],
+    containerStatus: view.container_status as ContainerStatus,
+    environmentHash: (record.body.environment as { hash?: string } | undefined)?.hash ?? null,
   };
 }
 

@@ -78,18 +78,39 @@ export async function publishBuiltinTemplates(
   for (const folder of folders) {
     const { input, release } = await readTemplateFolder(path.join(dir, folder));
     const description = checkDescription(input.description);
+    const id = builtinTemplateId(folder);
+    const body = { ...newTemplateBody(input), release };
+    await keepBuiltEnvironment(db, id, body);
     const row = {
       account_id: SYSTEM_ACCOUNT_ID,
       kind: WORKER_TEMPLATE.kind,
-      id: builtinTemplateId(folder),
+      id,
       name: checkName(input.name),
       description,
       tags: normaliseTags(input.tags, description),
-      body: JSON.stringify({ ...newTemplateBody(input), release }),
+      body: JSON.stringify(body),
     };
     published.push(await upsert(db, folder, row));
   }
   return published;
+}
+
+/**
+ * A built-in Python template whose requirements did not change keeps the environment's state it
+ * has (SUCCESS and its log, or a build under way), so a restart neither rebuilds it nor counts a
+ * new version.
+ */
+async function keepBuiltEnvironment(db: Database, id: string, body: Record<string, unknown>): Promise<void> {
+  const environment = body.environment as { hash: string } | undefined;
+  if (!environment) return;
+  const current = (await db('entities')
+    .where({ account_id: SYSTEM_ACCOUNT_ID, kind: WORKER_TEMPLATE.kind, id })
+    .first('body')) as { body: Record<string, unknown> } | undefined;
+  const stored = current?.body.environment as { hash?: string } | undefined;
+  if (stored?.hash === environment.hash && current!.body.container_status !== 'ERROR') {
+    body.container_status = current!.body.container_status;
+    body.environment = stored;
+  }
 }
 
 async function upsert(

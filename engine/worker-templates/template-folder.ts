@@ -10,12 +10,16 @@ import { WORKER_TEMPLATE, type WorkerTemplateInput } from '../kinds/worker-templ
 /**
  * A worker template as a folder: `template.json` (the metadata: name, description, type, tags,
  * category, form_inputs, script_entry_point, memory_limit_mb, timeout_seconds, version, and
- * optionally `script`, the script's file name) beside the script (`script.ts` or `script.js` when
- * the metadata names none). The runtime follows the script's extension. The built-in templates in
+ * optionally `script`, the script's file name) beside the script (`script.ts`, `script.js` or
+ * `script.py` when the metadata names none). The runtime follows the script's extension (`.py`:
+ * python3.11), and a Python template's requirements come from `requirements.txt` beside it (or the
+ * metadata's `requirements` list, not both). The built-in templates in
  * plugins/builtin/ and `pas templates publish <folder>` both read this layout.
  */
 export const METADATA_FILE = 'template.json';
-const SCRIPT_FILES = ['script.ts', 'script.js'];
+const SCRIPT_FILES = ['script.ts', 'script.js', 'script.py'];
+/** A Python template's requirements, one specifier a line (`#` comments and blank lines skipped). */
+export const REQUIREMENTS_FILE = 'requirements.txt';
 
 export interface TemplateFolder {
   input: WorkerTemplateInput;
@@ -39,8 +43,10 @@ const METADATA_FIELDS = [
 async function scriptFileOf(dir: string, named: unknown): Promise<string> {
   if (named !== undefined) {
     // The script lives in the folder: a name, not a path that could reach elsewhere.
-    if (typeof named !== 'string' || path.basename(named) !== named || !/\.(ts|js)$/.test(named)) {
-      throw new InvalidInput(`${METADATA_FILE}: script must be a file name in the folder ending .ts or .js.`);
+    if (typeof named !== 'string' || path.basename(named) !== named || !/\.(ts|js|py)$/.test(named)) {
+      throw new InvalidInput(
+        `${METADATA_FILE}: script must be a file name in the folder ending .ts, .js or .py.`,
+      );
     }
     return named;
   }
@@ -83,6 +89,19 @@ async function librariesOf(dir: string, named: unknown): Promise<string> {
   return parts.length ? `${parts.join('')}// ---- template ----\n` : '';
 }
 
+async function requirementsOf(dir: string): Promise<string[] | null> {
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, REQUIREMENTS_FILE), 'utf8');
+  } catch {
+    return null;
+  }
+  return text
+    .split('\n')
+    .map((line) => line.replace(/#.*/, '').trim())
+    .filter((line) => line !== '');
+}
+
 export async function readTemplateFolder(dir: string): Promise<TemplateFolder> {
   let metadata: unknown;
   try {
@@ -103,7 +122,7 @@ export async function readTemplateFolder(dir: string): Promise<TemplateFolder> {
     throw new InvalidInput(`${path.join(dir, file)} cannot be read.`);
   }
   script = (await librariesOf(dir, meta.libraries)) + script;
-  const runtime = file.endsWith('.ts') ? 'typescript' : 'javascript';
+  const runtime = file.endsWith('.ts') ? 'typescript' : file.endsWith('.py') ? 'python3.11' : 'javascript';
   if (meta.script_runtime !== undefined && meta.script_runtime !== runtime) {
     throw new InvalidInput(
       `${METADATA_FILE}: script_runtime ${String(meta.script_runtime)} does not fit ${file}.`,
@@ -114,6 +133,15 @@ export async function readTemplateFolder(dir: string): Promise<TemplateFolder> {
   }
   const input: WorkerTemplateInput = { script, script_runtime: runtime };
   for (const field of METADATA_FIELDS) if (meta[field] !== undefined) input[field] = meta[field];
+  const requirements = await requirementsOf(dir);
+  if (requirements !== null && meta.requirements !== undefined) {
+    throw new InvalidInput(
+      `${dir}: give requirements in ${REQUIREMENTS_FILE} or in ${METADATA_FILE}, not both.`,
+    );
+  }
+  if (requirements !== null || meta.requirements !== undefined) {
+    input.requirements = requirements ?? meta.requirements;
+  }
   return { input, release: (meta.version as string | undefined) ?? null };
 }
 
@@ -142,6 +170,7 @@ export async function publishTemplateFolder(
       form_inputs: [],
       memory_limit_mb: null,
       timeout_seconds: null,
+      requirements: [],
       description: null,
       tags: [],
       ...input,

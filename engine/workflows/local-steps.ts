@@ -1,6 +1,6 @@
 import type { Database } from '../platform/database';
 import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
-import { WORKER_TEMPLATE } from '../kinds/worker-template';
+import { isPythonRuntime, WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { WorkerNode } from './workflow-definition';
 
 /**
@@ -21,7 +21,8 @@ export const LOCAL_STEP_MAX_SECONDS = 10;
  * The workers of a definition that run as local activities: inline scripts (glue code, short by
  * default; one that runs longer than the workflow task timeout keeps its task open through the
  * SDK's task heartbeats), workers without a script (they hand on their input), and templates whose
- * own `timeout_seconds` is at most LOCAL_STEP_MAX_SECONDS. Decided when the run starts and carried in
+ * own `timeout_seconds` is at most LOCAL_STEP_MAX_SECONDS. Python steps (inline or a template) are
+ * never local: each runs a sandboxed process of its own, as a regular activity with heartbeats. Decided when the run starts and carried in
  * its input, so a template edited meanwhile never changes how a started run replays. A template
  * that no longer exists is left a regular activity (its step fails saying so).
  */
@@ -41,15 +42,24 @@ export async function localStepsOf(
       .whereIn('id', templateIds)
       // The account's own template wins over a built-in of the same id, as when the step runs.
       .orderByRaw('account_id = ? asc', [accountId])
-      .select('id', db.raw("body->'timeout_seconds' as timeout_seconds"))) as Array<{
+      .select(
+        'id',
+        db.raw("body->'timeout_seconds' as timeout_seconds"),
+        db.raw("body->>'script_runtime' as script_runtime"),
+      )) as Array<{
       id: string;
       timeout_seconds: number | null;
+      script_runtime: string | null;
     }>;
-    for (const row of rows)
-      limits.set(row.id, typeof row.timeout_seconds === 'number' ? row.timeout_seconds : null);
+    for (const row of rows) {
+      // Python steps are regular activities: a process of their own, watched by heartbeats.
+      if (isPythonRuntime(row.script_runtime)) limits.set(row.id, null);
+      else limits.set(row.id, typeof row.timeout_seconds === 'number' ? row.timeout_seconds : null);
+    }
   }
   return workers
     .filter((worker) => {
+      if (isPythonRuntime(worker.script_runtime)) return false;
       if (!worker.template_id) return true;
       const limit = limits.get(worker.template_id);
       // Without a limit of its own a template has the worker process's (30 s by default): regular.

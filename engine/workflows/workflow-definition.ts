@@ -34,8 +34,10 @@ export interface WorkerNode {
   type: WorkerType;
   /** A worker template of the account (`wtpl_…`): its script, runtime and form_inputs. */
   template_id: string | null;
-  /** Inline JavaScript defining `main(args)`, for workers without a template. */
+  /** Inline JavaScript (or Python, see script_runtime) defining `main(args)`, for workers without a template. */
   script: string | null;
+  /** Set only for an inline Python script (`python3.11`); absent: JavaScript. */
+  script_runtime?: 'python3.11';
   script_inputs: Record<string, unknown>;
   /** The worker that runs after this one (one id; empty for an ENDER and a CONDITIONAL). */
   next: string[];
@@ -105,6 +107,17 @@ function parseNode(raw: unknown, index: number): WorkerNode {
   if (NEEDS_SCRIPT.has(type as WorkerType) && templateId === null && script === null) {
     throw new InvalidInput(`${where} (${String(type)}) needs a template_id or a script.`);
   }
+  const runtime = raw.script_runtime ?? null;
+  if (runtime !== null && runtime !== 'javascript' && runtime !== 'python3.11') {
+    throw new InvalidInput(
+      `${where}.script_runtime "${String(runtime).slice(0, 40)}" is not supported: the accepted runtimes of an inline script are javascript or python3.11.`,
+    );
+  }
+  if (runtime === 'python3.11' && script === null) {
+    throw new InvalidInput(
+      `${where}.script_runtime is for an inline script: give script (a template has its own).`,
+    );
+  }
   const scriptInputs = raw.script_inputs ?? {};
   if (!isPlainObject(scriptInputs)) throw new InvalidInput(`${where}.script_inputs must be an object.`);
   const node: WorkerNode = {
@@ -116,6 +129,7 @@ function parseNode(raw: unknown, index: number): WorkerNode {
     script_inputs: scriptInputs,
     next: edgeList(raw.next, `${where}.next`),
   };
+  if (runtime === 'python3.11') node.script_runtime = runtime;
   if (type === 'CONDITIONAL') {
     node.next_true = edgeList(raw.next_true, `${where}.next_true`);
     node.next_false = edgeList(raw.next_false, `${where}.next_false`);
@@ -294,6 +308,7 @@ export function storedWorkers(raw: unknown): WorkerNode[] {
       script_inputs: (item.script_inputs as Record<string, unknown> | undefined) ?? {},
       next: (item.next as string[] | undefined) ?? [],
     };
+    if (item.script_runtime === 'python3.11') node.script_runtime = 'python3.11';
     if (node.type === 'CONDITIONAL') {
       node.next_true = (item.next_true as string[] | undefined) ?? [];
       node.next_false = (item.next_false as string[] | undefined) ?? [];

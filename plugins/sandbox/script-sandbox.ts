@@ -57,7 +57,15 @@ export interface ScriptRun {
 }
 
 export type SandboxErrorKind =
-  'timeout' | 'memory' | 'script' | 'invalid_output' | 'invalid_input' | 'bridge' | 'cancelled';
+  | 'timeout'
+  | 'memory'
+  | 'script'
+  | 'invalid_output'
+  | 'invalid_input'
+  | 'bridge'
+  | 'cancelled'
+  /** A Python step wrote past its output limit (stdout and stderr, or one file). */
+  | 'output';
 
 export interface SandboxError {
   kind: SandboxErrorKind;
@@ -85,7 +93,7 @@ const IVM_MEMORY_LIMIT_MESSAGE = 'Isolate was disposed during execution due to m
 // instead of killing the isolate.
 const ARRAY_BUFFER_ALLOCATION_FAILED = 'Array buffer allocation failed';
 
-function resolveLimits(overrides: Partial<SandboxLimits> | undefined): SandboxLimits {
+export function resolveLimits(overrides: Partial<SandboxLimits> | undefined): SandboxLimits {
   const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS };
   for (const key of Object.keys(limits) as (keyof SandboxLimits)[]) {
     const value = overrides?.[key];

@@ -73,6 +73,8 @@ describe('worker templates', () => {
         script_entry_point: 'main',
         run_locally: true,
         container_status: 'SUCCESS',
+        requirements: [],
+        environment: null,
         memory_limit_mb: null,
         timeout_seconds: null,
         builtin: false,
@@ -119,6 +121,8 @@ describe('worker templates', () => {
       script_entry_point: 'run',
       run_locally: true,
       container_status: 'SUCCESS',
+      requirements: [],
+      environment: null,
       memory_limit_mb: null,
       timeout_seconds: null,
       builtin: false,
@@ -147,17 +151,22 @@ describe('worker templates', () => {
     [{ ...valid, script: '  \n ' }, 'script must be the source text of the worker, a non-empty string.'],
     [{ ...valid, script: 42 }, scriptMessage],
     [{ ...valid, script: null, script_source: null }, scriptMessage],
+    // Another Python version is refused, naming the accepted ones.
     [
-      { ...valid, script_runtime: 'python3.11' },
-      'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
+      { ...valid, script_runtime: 'python3.12' },
+      'script_runtime must be one of the accepted runtimes: javascript, typescript, python3.11.',
     ],
     [
       { ...valid, script_runtime: 'JavaScript' },
-      'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
+      'script_runtime must be one of the accepted runtimes: javascript, typescript, python3.11.',
     ],
     [
       { ...valid, script_runtime: 3 },
-      'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
+      'script_runtime must be one of the accepted runtimes: javascript, typescript, python3.11.',
+    ],
+    [
+      { ...valid, requirements: ['numpy==2.2.6'] },
+      'requirements are for Python templates: set script_runtime to python3.11.',
     ],
     [
       { ...valid, type: 'WORKER' },
@@ -312,8 +321,8 @@ describe('worker templates', () => {
 
     for (const [body, message] of [
       [
-        { script_runtime: 'python3.11' },
-        'script_runtime must be javascript or typescript: scripts run in a JavaScript sandbox.',
+        { script_runtime: 'python3.12' },
+        'script_runtime must be one of the accepted runtimes: javascript, typescript, python3.11.',
       ],
       [{ script: '' }, 'script must not be empty.'],
       [{ form_inputs: [{ id: 'x' }] }, 'form_inputs[0].type is required.'],
@@ -351,6 +360,8 @@ describe('worker templates', () => {
         'script_entry_point',
         'run_locally',
         'container_status',
+        'requirements',
+        'environment',
         'memory_limit_mb',
         'timeout_seconds',
         'builtin',
@@ -406,6 +417,9 @@ describe('worker templates', () => {
       compiledScript: null,
       memoryLimitMb: null,
       timeoutSeconds: null,
+      requirements: [],
+      containerStatus: 'SUCCESS',
+      environmentHash: null,
     });
     const other = await createTestAccount(h.db);
     await expect(loadWorkerTemplate(h.db, other.accountId, created.id)).rejects.toBeInstanceOf(NotFound);
@@ -434,7 +448,7 @@ describe('worker templates', () => {
 
     await call('POST', '/v2/worker_templates', {
       name: 'Fails',
-      script_runtime: 'python3.11',
+      script_runtime: 'python3.12',
       script: SCRIPT,
     });
     const [failure] = await h
@@ -630,6 +644,8 @@ describe('built-in worker templates', () => {
     'generate-report',
     'parametric-risk-attribution',
     'properties',
+    'python-custom-script',
+    'python-return-statistics',
     'retrieve-portfolio',
     'risk-attribution',
     'save-datastore',

@@ -67,3 +67,46 @@ describe('template folders: libraries', () => {
     }
   });
 });
+
+/** A Python template folder: script.py makes the runtime python3.11; requirements.txt its requirements. */
+describe('template folders: Python', () => {
+  let dir: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'pas-python-folder-'));
+    await writeFile(path.join(dir, 'script.py'), 'def main(args):\n    return 1\n');
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  const meta = (fields: object = {}) =>
+    writeFile(path.join(dir, 'template.json'), JSON.stringify({ name: 'Py', ...fields }));
+
+  test('script.py is python3.11; requirements.txt gives the requirements, comments and blanks skipped', async () => {
+    await meta();
+    await writeFile(path.join(dir, 'requirements.txt'), '# pinned\nnumpy==2.2.6\n\npandas==2.2.3  # data\n');
+    const { input } = await readTemplateFolder(dir);
+    expect(input).toMatchObject({
+      script_runtime: 'python3.11',
+      requirements: ['numpy==2.2.6', 'pandas==2.2.3'],
+    });
+  });
+
+  test('requirements in both places, or a runtime that does not fit the file, are refused', async () => {
+    await meta({ requirements: ['numpy==2.2.6'] });
+    await writeFile(path.join(dir, 'requirements.txt'), 'numpy==2.2.6\n');
+    await expect(readTemplateFolder(dir)).rejects.toThrow(/not both/);
+    await rm(path.join(dir, 'requirements.txt'));
+    await meta({ script_runtime: 'javascript' });
+    await expect(readTemplateFolder(dir)).rejects.toThrow(/does not fit script\.py/);
+  });
+
+  test('the built-in Python templates pin every requirement', async () => {
+    for (const name of ['python-return-statistics', 'python-custom-script']) {
+      const { input } = await readTemplateFolder(path.join(BUILTIN_TEMPLATES_DIR, name));
+      expect(input.script_runtime).toBe('python3.11');
+      const requirements = input.requirements as string[];
+      expect(requirements).toEqual(expect.arrayContaining(['numpy==2.2.6', 'pandas==2.2.3']));
+      for (const line of requirements) expect(line).toMatch(/^[A-Za-z0-9._-]+==[0-9][0-9A-Za-z.]*$/);
+    }
+  });
+});

@@ -61,7 +61,8 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
  * Kill and restart: the worker process dies (SIGKILL) in the middle of a script that already
  * created a portfolio; Temporal notices (a regular step by its missed heartbeat, 20 s; a short step,
  * a local activity, by its workflow task timing out, 10 s) and the step runs again on a new process,
- * which reruns the script. The SDK-call journal answers the calls the dead process
+ * which reruns the script (JavaScript or Python: a Python step's sandbox dies with its process). The
+ * SDK-call journal answers the calls the dead process
  * made, so the portfolio exists once, its CREATE is audited once, and the step keeps one row.
  */
 describe('durability: a worker process killed mid-script', () => {
@@ -97,10 +98,23 @@ describe('durability: a worker process killed mid-script', () => {
    * flag (a datastore of that name): provably mid-script for as long as the test wants. Middle is
    * an inline script (a short step: a local activity) or a template allowed 60 s (a regular one).
    */
-  async function killMidScript(kind: 'local' | 'activity') {
-    const portfolioName = `Durable book ${kind}`;
-    const flagName = `go-${kind}`;
-    const script = `
+  async function killMidScript(
+    kind: 'local' | 'activity',
+    language: 'javascript' | 'python' = 'javascript',
+    via: 'inline' | 'template' = kind === 'local' ? 'inline' : 'template',
+  ) {
+    const portfolioName = `Durable book ${kind} ${language} ${via}`;
+    const flagName = `go-${kind}-${language}-${via}`;
+    const python = [
+      'def main(args):',
+      `    made = sdk.createPortfolio({"name": "${portfolioName}", "securities": [{"id": "p1", "symbol": "AAPL", "quantity": 10}]})`,
+      '    while True:',
+      `        flags = sdk.listDatastores({"query": {"filters": [["name", "=", "${flagName}"]]}})`,
+      '        if flags["datastores"]:',
+      '            break',
+      '    return {"portfolio": made["id"], "name": made["name"]}',
+    ].join('\n');
+    const javascript = `
             async function main() {
               const made = await sdk.createPortfolio({ name: '${portfolioName}', securities: [{ id: 'p1', symbol: 'AAPL', quantity: 10 }] });
               for (;;) {
@@ -109,19 +123,23 @@ describe('durability: a worker process killed mid-script', () => {
               }
               return { portfolio: made.id, name: made.name };
             }`;
-    let middle: Record<string, unknown> = { script };
-    if (kind === 'activity') {
+    const script = language === 'python' ? python : javascript;
+    // An inline Python script is a regular activity too (Python steps always are).
+    let middle: Record<string, unknown> =
+      language === 'python' ? { script, script_runtime: 'python3.11' } : { script };
+    if (via === 'template') {
       const template = await call('POST', '/v2/worker_templates', {
-        name: 'Durable step',
+        name: `Durable step ${language}`,
         script,
         timeout_seconds: 60,
+        ...(language === 'python' ? { script_runtime: 'python3.11' } : {}),
       });
       expect(template.statusCode).toBe(200);
       middle = { template_id: template.json().worker_template.id };
     }
     const [s, m, e] = [workerId(), workerId(), workerId()];
     const stored = await call('POST', '/v2/workflows', {
-      name: `Durable ${kind}`,
+      name: `Durable ${kind} ${language} ${via}`,
       workers: [
         { id: s, name: 'Start', type: 'STARTER', next: [m] },
         { id: m, name: 'Create and wait', type: 'BASIC', ...middle, next: [e] },
@@ -219,5 +237,13 @@ describe('durability: a worker process killed mid-script', () => {
 
   test('a long step (regular activity with heartbeats): the same', async () => {
     await killMidScript('activity');
+  }, 240_000);
+
+  test('an inline Python step (a regular activity; its sandbox dies with the process): the same', async () => {
+    await killMidScript('activity', 'python', 'inline');
+  }, 240_000);
+
+  test('a Python template step: the same', async () => {
+    await killMidScript('activity', 'python', 'template');
   }, 240_000);
 });

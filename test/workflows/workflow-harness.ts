@@ -1,5 +1,7 @@
 import type { temporal } from '@temporalio/proto';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import path from 'node:path';
+import { startEnvironmentBuilder } from '../../engine/worker-templates/python-environments';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Database } from '../../engine/platform/database';
 import { newId } from '../../engine/platform/ids';
@@ -103,8 +105,16 @@ export function stepsInHistory(
 /** A fresh worker id: `wrkr_` plus 25 characters. */
 export const workerId = () => newId('worker');
 
+/** The suites' Python environments: project-local (ignored by git), kept between runs as a cache. */
+export const TEST_PYTHON_ENVIRONMENTS = path.resolve(__dirname, '..', '..', '.venvs', 'python-environments');
+
 export async function startHarness(
-  options: { worker?: boolean; sandboxLimits?: Partial<SandboxLimits> } = {},
+  options: {
+    worker?: boolean;
+    sandboxLimits?: Partial<SandboxLimits>;
+    /** Build PENDING Python environments in the background, as the worker process does. */
+    environmentBuilder?: boolean;
+  } = {},
 ): Promise<WorkflowHarness> {
   const taskQueue = `workflows-${newId('worker').slice(5, 17)}`;
   const database = await createTestDatabase();
@@ -124,9 +134,13 @@ export async function startHarness(
       taskQueue,
       publicUrl: 'http://pas.test',
       sandboxLimits: options.sandboxLimits,
+      pythonEnvironments: TEST_PYTHON_ENVIRONMENTS,
     });
     running = worker.run();
   }
+  const builder = options.environmentBuilder
+    ? startEnvironmentBuilder(db, TEST_PYTHON_ENVIRONMENTS, { intervalMs: 500 })
+    : null;
 
   const call: WorkflowHarness['call'] = (method, url, payload, who = account) =>
     t.app.inject({ method, url, payload, headers: { authorization: who.bearer } });
@@ -169,6 +183,7 @@ export async function startHarness(
       return res.json().worker_execution;
     },
     async close() {
+      await builder?.stop();
       if (worker && running) {
         worker.shutdown();
         await running;

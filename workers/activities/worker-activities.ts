@@ -28,12 +28,19 @@ import type { WorkerNode } from '../../engine/workflows/workflow-definition';
 import { conditionOf, forkItems } from '../../engine/workflows/worker-results';
 import {
   type FormInput,
+  isPythonRuntime,
+  type PythonRuntime,
   readWorkerTemplate,
   templateSandboxLimits,
   type TemplateSandboxLimits,
   WORKER_TEMPLATE,
 } from '../../engine/kinds/worker-template';
 import { runScript, type SandboxLimits, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
+import { runPythonScript } from '../../plugins/sandbox/python-sandbox';
+import {
+  DEFAULT_ENVIRONMENT_ROOT,
+  ensureEnvironment,
+} from '../../engine/worker-templates/python-environments';
 import { transpileTypeScript } from '../../engine/kinds/script-transpiler';
 import { createSdkBridge } from './sdk-bridge';
 import { dropJournal, SdkJournal } from './sdk-journal';
@@ -50,6 +57,8 @@ export interface WorkerActivityOptions {
   sandboxCeiling?: Required<TemplateSandboxLimits>;
   /** Where scripts' calculations simulate (chosen at start-up); the engine's reference otherwise. */
   simulation?: SimulationBackend;
+  /** Where the Python templates' virtualenvs live (DATA_DIR/python-environments). */
+  pythonEnvironments?: string;
 }
 
 /** A quarter of the interpreter's 20-second heartbeat timeout, so a long script never looks lost. */
@@ -176,6 +185,8 @@ function workerActor(execution: WorkflowExecutionRow): Actor {
 interface Program {
   source: string;
   entryPoint: string;
+  /** python3.11 for a Python step (with its template's virtualenv, if it has requirements). */
+  python: { runtime: PythonRuntime; environment: { hash: string; requirements: string[] } | null } | null;
   formInputs: FormInput[] | null;
   /** The template's own sandbox limits; null for an inline script. */
   limits: Pick<ReturnType<typeof readWorkerTemplate>, 'memoryLimitMb' | 'timeoutSeconds'> | null;
@@ -197,6 +208,28 @@ async function programOf(
       throw error;
     }
     const template = readWorkerTemplate(record);
+    if (isPythonRuntime(template.scriptRuntime)) {
+      if (template.containerStatus !== 'SUCCESS') {
+        return {
+          error:
+            template.containerStatus === 'PENDING'
+              ? `Worker template ${template.id} (${template.name}) is not ready: its Python environment is still being built (container_status PENDING); run it again once it is SUCCESS.`
+              : `Worker template ${template.id} (${template.name}) cannot run: its Python environment failed to build (container_status ERROR); its build_log_tail says why.`,
+        };
+      }
+      return {
+        source: template.script,
+        entryPoint: template.scriptEntryPoint,
+        python: {
+          runtime: template.scriptRuntime,
+          environment: template.environmentHash
+            ? { hash: template.environmentHash, requirements: template.requirements }
+            : null,
+        },
+        formInputs: template.formInputs,
+        limits: { memoryLimitMb: template.memoryLimitMb, timeoutSeconds: template.timeoutSeconds },
+      };
+    }
     // TypeScript is transpiled when published; rows stored before that are transpiled here.
     let source = template.compiledScript ?? template.script;
     if (template.scriptRuntime === 'typescript' && template.compiledScript === null) {
@@ -207,11 +240,17 @@ async function programOf(
     return {
       source,
       entryPoint: template.scriptEntryPoint,
+      python: null,
       formInputs: template.formInputs,
       limits: { memoryLimitMb: template.memoryLimitMb, timeoutSeconds: template.timeoutSeconds },
     };
   }
-  if (worker.script) return { source: worker.script, entryPoint: 'main', formInputs: null, limits: null };
+  if (worker.script) {
+    const python = isPythonRuntime(worker.script_runtime)
+      ? { runtime: worker.script_runtime, environment: null }
+      : null;
+    return { source: worker.script, entryPoint: 'main', python, formInputs: null, limits: null };
+  }
   return null;
 }
 
@@ -370,20 +409,54 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       );
       const beat = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
       let outcome: ScriptOutcome;
+      const limits = program.limits
+        ? {
+            ...options.sandboxLimits,
+            ...templateSandboxLimits(program.limits, options.sandboxLimits ?? {}, options.sandboxCeiling),
+          }
+        : options.sandboxLimits;
       try {
-        outcome = await runScript({
-          source: program.source,
-          entryPoint: program.entryPoint,
-          args,
-          limits: program.limits
-            ? {
-                ...options.sandboxLimits,
-                ...templateSandboxLimits(program.limits, options.sandboxLimits ?? {}, options.sandboxCeiling),
-              }
-            : options.sandboxLimits,
-          bridge,
-          signal: cancelledByRun(),
-        });
+        if (program.python) {
+          // A template whose environment was built on another machine is built here (same hash,
+          // same requirements) before its first step runs on this one.
+          let venvDir: string | null = null;
+          const environment = program.python.environment;
+          if (environment) {
+            const built = await ensureEnvironment(
+              options.pythonEnvironments ?? DEFAULT_ENVIRONMENT_ROOT,
+              program.python.runtime,
+              environment.requirements,
+              environment.hash,
+            );
+            if (!built.ok) {
+              return end(
+                'ERROR',
+                null,
+                `The template's Python environment failed to build here: ${built.log}`,
+              );
+            }
+            venvDir = built.dir;
+          }
+          outcome = await runPythonScript({
+            source: program.source,
+            entryPoint: program.entryPoint,
+            runtime: program.python.runtime,
+            venvDir,
+            args,
+            limits,
+            bridge,
+            signal: cancelledByRun(),
+          });
+        } else {
+          outcome = await runScript({
+            source: program.source,
+            entryPoint: program.entryPoint,
+            args,
+            limits,
+            bridge,
+            signal: cancelledByRun(),
+          });
+        }
       } finally {
         clearInterval(beat);
       }
