@@ -10,6 +10,7 @@ import type { Database } from '../../engine/platform/database';
 import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../schemas/fields';
+import { serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 
@@ -64,6 +65,7 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
 ) => {
   app.addSchema(StressTest);
   app.addSchema(RiskAttribution);
+  serverTiming(app);
 
   app.post(
     '/calculations/stress_test',
@@ -80,14 +82,17 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
         },
       },
     },
-    async (request) => ({
-      stress_test: await runStressTestCalculation(
-        db,
-        request.actor,
-        request.body,
-        request.query.workspace,
-        {},
-        backend,
+    async (request, reply) => ({
+      stress_test: await timedCalculation(request, reply, (timer) =>
+        runStressTestCalculation(
+          db,
+          request.actor,
+          request.body,
+          request.query.workspace,
+          {},
+          backend,
+          timer,
+        ),
       ),
     }),
   );
@@ -107,14 +112,17 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
         },
       },
     },
-    async (request) => ({
-      risk_attribution: await runRiskAttributionCalculation(
-        db,
-        request.actor,
-        request.body,
-        request.query.workspace,
-        {},
-        backend,
+    async (request, reply) => ({
+      risk_attribution: await timedCalculation(request, reply, (timer) =>
+        runRiskAttributionCalculation(
+          db,
+          request.actor,
+          request.body,
+          request.query.workspace,
+          {},
+          backend,
+          timer,
+        ),
       ),
     }),
   );

@@ -1,4 +1,5 @@
 import type { Database } from '../platform/database';
+import type { MarketMemo } from '../../calc';
 import type { SeriesRows } from '../market-data/price-store';
 
 /**
@@ -18,8 +19,40 @@ import type { SeriesRows } from '../market-data/price-store';
 export class SeriesCache {
   private readonly entries = new Map<string, { version: string; dates: Int32Array; values: Float64Array }>();
   private points = 0;
+  /** calc's derived values (windows, factor models) per fingerprint + key, least recently used first. */
+  private readonly derived = new Map<string, unknown>();
 
-  constructor(readonly maxPoints: number) {}
+  constructor(
+    readonly maxPoints: number,
+    /** How many derived values are kept (an L window of returns is about 30 MB). */
+    readonly maxDerived: number = MEMO_ENTRIES,
+  ) {}
+
+  /**
+   * The memo of the markets whose stored series have `fingerprint` (loadMarket's hash of their
+   * versions and cut-off day): a new version of any series is a new fingerprint, so nothing derived
+   * from old prices is ever returned for new ones; old entries age out.
+   */
+  readonly memo = (fingerprint: string): MarketMemo => ({
+    get: (key) => {
+      const full = `${fingerprint}\u0002${key}`;
+      const value = this.derived.get(full);
+      if (value !== undefined) {
+        this.derived.delete(full);
+        this.derived.set(full, value);
+      }
+      return value;
+    },
+    set: (key, value) => {
+      const full = `${fingerprint}\u0002${key}`;
+      this.derived.delete(full);
+      this.derived.set(full, value);
+      for (const oldest of this.derived.keys()) {
+        if (this.derived.size <= this.maxDerived) break;
+        this.derived.delete(oldest);
+      }
+    },
+  });
 
   /** The cache's rows of `symbols`. The arrays are shared with the cache: read them, never write them. */
   readonly read: SeriesRows = async (db, symbols) => {
@@ -57,16 +90,16 @@ export class SeriesCache {
       for (const row of rows)
         found.set(row.symbol, this.store(row.symbol, row.version, row.dates, row.values));
     }
-    return versions.flatMap(({ symbol }) => {
+    return versions.flatMap(({ symbol, version: current }) => {
       const series = found.get(symbol);
       // A row deleted between the two queries is absent, as it would be from one query a moment later.
-      return series === undefined ? [] : [{ symbol, ...series }];
+      return series === undefined ? [] : [{ symbol, version: current, ...series }];
     });
   };
 
-  /** How many series and points it holds (for tests and the health of the bound). */
-  size(): { series: number; points: number } {
-    return { series: this.entries.size, points: this.points };
+  /** How many series and points it holds, and derived values (for tests and the health of the bound). */
+  size(): { series: number; points: number; derived: number } {
+    return { series: this.entries.size, points: this.points, derived: this.derived.size };
   }
 
   private store(
@@ -98,6 +131,9 @@ export class SeriesCache {
  * daily prices is 3.8 million; the whole shared market history is under 1 million.
  */
 export const SERIES_CACHE_POINTS = 20_000_000;
+
+/** Derived values kept per process: a window and a model per recent request shape. */
+export const MEMO_ENTRIES = 8;
 
 const caches = new WeakMap<Database, SeriesCache>();
 

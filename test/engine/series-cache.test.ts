@@ -21,7 +21,7 @@ describe('series cache', () => {
         .sort((a, b) => a.symbol.localeCompare(b.symbol));
     const first = await cache.read(h.db, ['AAA', 'BBB', 'NONE']);
     expect(plain(first)).toEqual(plain(await readSeriesRows(h.db, ['AAA', 'BBB', 'NONE'])));
-    expect(cache.size()).toEqual({ series: 2, points: 6 });
+    expect(cache.size()).toEqual({ series: 2, points: 6, derived: 0 });
 
     // Two writes of the same length in quick succession: each is a new row version (xmin).
     await mergeSeries(h.db, 'AAA', { dates: days, values: [1, 2, 30] }, 'test');
@@ -48,7 +48,7 @@ describe('series cache', () => {
     await cache.read(h.db, ['C2']);
     await cache.read(h.db, ['C1']);
     await cache.read(h.db, ['C3']);
-    expect(cache.size()).toEqual({ series: 2, points: 6 });
+    expect(cache.size()).toEqual({ series: 2, points: 6, derived: 0 });
     const all = await cache.read(h.db, ['C1', 'C2', 'C3']);
     expect(all.map((r) => r.symbol).sort()).toEqual(['C1', 'C2', 'C3']);
     expect(cache.size().points).toBeLessThanOrEqual(6);
