@@ -27,7 +27,6 @@ import type { Database } from '../platform/database';
 import { findEntity } from '../store/entity-store';
 import { checkDate, checkWorkspaceName } from '../store/entity-fields';
 import { InvalidInput } from '../platform/errors';
-import { loadMarket } from '../market-data/price-store';
 import { PORTFOLIO } from '../kinds/portfolio';
 import { seriesCacheOf } from './series-cache';
 import { StageTimer } from './stage-timing';
@@ -370,9 +369,8 @@ export async function checkedMarket<Extra = undefined>(
     const fields = extra?.() as Extra;
     return { checked, fields, symbols: await symbolsOf(db, checked, kind) };
   });
-  const cache = seriesCacheOf(db);
   const market = await timer.time('market', () =>
-    loadMarket(db, accountId, symbols, checked.common.date, cache.read, cache.memo),
+    seriesCacheOf(db).market(db, accountId, symbols, checked.common.date),
   );
   return { checked, market, fields };
 }
