@@ -18,7 +18,7 @@ import {
 } from '../schemas/analytics';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../schemas/fields';
-import { serverTiming, timedCalculation } from '../http/server-timing';
+import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 const tags = ['Calculations'];
@@ -76,6 +76,7 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
       `/calculations/${endpoint.kind}`,
       {
         config,
+        serializerCompiler: plainJsonSerializer,
         schema: {
           tags,
           summary: endpoint.summary,

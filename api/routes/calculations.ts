@@ -10,7 +10,7 @@ import type { Database } from '../../engine/platform/database';
 import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../schemas/fields';
-import { serverTiming, timedCalculation } from '../http/server-timing';
+import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 
@@ -20,7 +20,7 @@ const ProjectionValues = Type.Array(
     value: Type.Number(),
   }),
 );
-const StressTest = Type.Object(
+export const StressTest = Type.Object(
   {
     magnitude: Type.Number({ description: 'The shock applied.' }),
     extrapolated: Type.Boolean({ description: 'The magnitude lies outside dynamic_range.' }),
@@ -43,7 +43,7 @@ const StressTest = Type.Object(
   },
   { $id: 'StressTest', title: 'StressTest' },
 );
-const RiskAttribution = Type.Object(
+export const RiskAttribution = Type.Object(
   {
     unmapped_tickers: Type.Array(Type.String()),
     results: Type.Array(Type.Object({ id: Type.String(), mctr: ProjectionValues })),
@@ -71,6 +71,7 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
     '/calculations/stress_test',
     {
       config,
+      serializerCompiler: plainJsonSerializer,
       schema: {
         tags,
         summary: 'Stress test: the portfolio’s P&L given a shock to one security',
@@ -101,6 +102,7 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
     '/calculations/risk_attribution',
     {
       config,
+      serializerCompiler: plainJsonSerializer,
       schema: {
         tags,
         summary: 'Risk attribution: each position’s contribution to vol, VaR or CVaR',

@@ -1,6 +1,16 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { type TSchema, Type } from '@sinclair/typebox';
+import fastJsonStringify from 'fast-json-stringify';
+import { RiskAttribution, StressTest } from '../../api/routes/calculations';
+import {
+  Exposure,
+  ParametricRiskAttribution,
+  Properties,
+  Sensitivity,
+  UnderlyingStressSensitivity,
+} from '../../api/schemas/analytics';
 import { dayNumber } from '../../calc/market-data';
 import { seriesCacheOf } from '../../engine/calculations/series-cache';
 import { parseServerTiming } from '../../engine/calculations/stage-timing';
@@ -92,11 +102,25 @@ describe('calculation request path: stage timing and the in-memory market', () =
     },
   ];
 
+  const RESPONSES: Record<string, TSchema> = {
+    stress_test: StressTest,
+    risk_attribution: RiskAttribution,
+    exposure: Exposure,
+    parametric_risk_attribution: ParametricRiskAttribution,
+    sensitivity: Sensitivity,
+    underlying_stress_sensitivity: UnderlyingStressSensitivity,
+    properties: Properties,
+  };
+
   test.each(CASES)(
-    '$kind answers a Server-Timing header with its stages, in order',
+    '$kind answers a Server-Timing header with its stages, in order, and exactly its schema',
     async ({ kind, body, stages }) => {
       const res = await post(h.t, kind, body);
       expect(res.statusCode).toBe(200);
+      // Written by JSON.stringify (api/http/server-timing.ts): exactly the schema's fields, as the
+      // schema-compiled serializer (which drops any other) would write them.
+      const strict = fastJsonStringify(Type.Object({ [kind]: RESPONSES[kind]! }) as never);
+      expect(JSON.parse(strict(res.json()))).toEqual(res.json());
       const header = res.headers['server-timing'];
       expect(typeof header).toBe('string');
       const timing = parseServerTiming(header as string);
