@@ -7,8 +7,9 @@
  * and is timed once. Peak RSS growth is sampled from a helper thread, since the reference and typed
  * backends block the main thread for the whole run.
  *
- * At L it also times the analytics of §16–§19 through the API (bench/analytics-api.ts);
- * `--analytics-only` runs just those.
+ * Then the same calculations through the API (bench/calc-api.ts: M and L over HTTP to a running
+ * service, with the service's Server-Timing stages, and the analytics of §16–§19 at L);
+ * `--api-only` runs just those, `--no-api` leaves them out.
  *
  * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
  * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run; `--no-numpy` leaves out the
@@ -29,7 +30,7 @@ import type { Scenario, SimulationOptions, SimulationResult } from '../calc/simu
 import { prepareStressTest } from '../calc/stress-test';
 import { syntheticMarket } from '../test/calc/support/synthetic-market';
 import { pythonVenv } from '../test/support/python-venv';
-import { runAnalyticsOverApi } from './analytics-api';
+import { runCalcOverApi } from './calc-api';
 
 /** The numpy peer's interpreter: a project-local virtualenv with this numpy (pinned). */
 const NUMPY = 'numpy==2.3.5';
@@ -244,14 +245,14 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   const backends: SimulationBackend[] = [];
   for (const name of names.filter((n) => only?.includes(n) ?? true))
     backends.push(await createBackend(name, { threads }));
-  const analyticsOnly = argv.includes('--analytics-only');
+  const apiOnly = argv.includes('--api-only') || argv.includes('--analytics-only');
   const sampler = rssSampler();
   console.log(
     '| size | calculation | backend | runs | p50 ms | p99 ms | peak RSS growth MiB | p50 vs reference |',
   );
   console.log('|---|---|---|---|---|---|---|---|');
   try {
-    for (const size of analyticsOnly ? [] : sizes) {
+    for (const size of apiOnly ? [] : sizes) {
       const { calcs, seconds } = prepare(size);
       console.log(
         `| ${size.label} | (estimation, once: ${seconds.toFixed(2)} s for ${size.securities} × ${size.projections}) | | | | | | |`,
@@ -312,18 +313,14 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
         }
       }
     }
-    // Issue 22: the analytics of §16–§19 at L through the API, on the backend the probe chose.
-    const large = sizes.find((size) => size.label === 'L');
-    if (large !== undefined) {
+    // Issues 20 and 22: the calculations through the API, on the backend the probe chose.
+    if (!argv.includes('--no-api')) {
       const chosen = await createBackend(probe.backend.name, { threads });
       try {
-        const { market, securities, projection } = syntheticBook(large);
-        await runAnalyticsOverApi(
-          large.label,
-          { market: market.source, securities, projection, date: market.lastDate },
-          chosen,
-          quick ? 3 : 5,
-        );
+        await runCalcOverApi(chosen, {
+          runs: quick ? 3 : 5,
+          sizes: sizes.map((s) => s.label).filter((s): s is 'M' | 'L' => s === 'M' || s === 'L'),
+        });
       } finally {
         await chosen.close();
       }

@@ -5,6 +5,7 @@ export {
   formatDay,
   pricesFromReturns,
   type DateInput,
+  type MarketMemo,
   type PriceSeries,
   type Sampling,
   type SeriesSource,

@@ -25,6 +25,30 @@ export interface PriceSeries {
 /** Where the calculation finds a symbol's series; `undefined` = no data at all. */
 export interface SeriesSource {
   get(symbol: string): PriceSeries | undefined;
+  /**
+   * Optional: a store for what is derived from these series alone (the window of returns, the
+   * factor model), shared by every source that holds exactly the same series (the engine gives one
+   * per version of the stored prices). A value is kept under a key naming every other input, so a
+   * hit returns what the computation would return: reuse is exact.
+   */
+  readonly memo?: MarketMemo;
+}
+
+/** A bounded store of derived values; `get` answers undefined for a key it never held or dropped. */
+export interface MarketMemo {
+  get(key: string): unknown;
+  set(key: string, value: unknown): void;
+}
+
+/** `compute()`, or the value `market.memo` holds under `key` (kept there on a miss). */
+export function remember<T>(market: SeriesSource, key: string, compute: () => T): T {
+  const memo = market.memo;
+  if (memo === undefined) return compute();
+  const known = memo.get(key);
+  if (known !== undefined) return known as T;
+  const value = compute();
+  memo.set(key, value);
+  return value;
 }
 
 export type Sampling = 1 | 5;

@@ -30,6 +30,7 @@ import {
   loadWindow,
   type MarketWindow,
   MIN_RETURNS,
+  remember,
   type SeriesSource,
 } from './market-data';
 import type { InstrumentType, PositionFacts } from './position-facts';
@@ -211,7 +212,17 @@ export function preparePortfolio(
     ...foreign.flatMap((currency) => fxRouteSymbols(currency, base)),
     ...extraSymbols,
   ];
-  const window = loadWindow(market, symbols, common.date, common.sampling, estimation.windowReturns);
+  // Derived from the series alone: kept in the market's memo under every other input (exact reuse).
+  const windowKey = JSON.stringify([
+    'window',
+    [...new Set(symbols)],
+    common.date,
+    common.sampling,
+    estimation.windowReturns ?? null,
+  ]);
+  const window = remember(market, windowKey, () =>
+    loadWindow(market, symbols, common.date, common.sampling, estimation.windowReturns),
+  );
   for (const symbol of projection) {
     check(
       window.returns.has(symbol),
@@ -281,15 +292,29 @@ export function preparePortfolio(
     const factor = factorPosition.get(symbol);
     return factor !== undefined ? { factor } : { returns: driverReturns.get(symbol)! };
   });
-  const model = estimateFactorModel({
-    factorReturns: projection.map((symbol) => window.returns.get(symbol)!),
-    drivers,
-    sampling: common.sampling,
-    volatilityHalfLife: common.volatility_half_life,
-    correlationHalfLife: common.correlation_half_life,
+  const modelKey = JSON.stringify([
+    'model',
+    windowKey,
+    base,
+    projection,
+    driverSymbols,
+    common.sampling,
+    common.volatility_half_life,
+    common.correlation_half_life,
     distress,
-    ...(estimation.decay === undefined ? {} : { decay: estimation.decay }),
-  });
+    estimation.decay ?? null,
+  ]);
+  const model = remember(market, modelKey, () =>
+    estimateFactorModel({
+      factorReturns: projection.map((symbol) => window.returns.get(symbol)!),
+      drivers,
+      sampling: common.sampling,
+      volatilityHalfLife: common.volatility_half_life,
+      correlationHalfLife: common.correlation_half_life,
+      distress,
+      ...(estimation.decay === undefined ? {} : { decay: estimation.decay }),
+    }),
+  );
 
   const surfaces = new Map(common.volatility_surface.map((surface) => [surface.symbol, surface]));
   const book: BookPosition[] = [];

@@ -18,6 +18,7 @@ import {
 } from '../schemas/analytics';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../schemas/fields';
+import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 const tags = ['Calculations'];
@@ -68,12 +69,14 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
   app,
   { db, backend },
 ) => {
+  serverTiming(app);
   for (const endpoint of ENDPOINTS) {
     app.addSchema(endpoint.response);
     app.post(
       `/calculations/${endpoint.kind}`,
       {
         config,
+        serializerCompiler: plainJsonSerializer,
         schema: {
           tags,
           summary: endpoint.summary,
@@ -85,15 +88,18 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
           },
         },
       },
-      async (request) => ({
-        [endpoint.kind]: await runAnalyticsCalculation(
-          db,
-          request.actor,
-          endpoint.kind,
-          request.body as Record<string, unknown>,
-          (request.query as { workspace?: string }).workspace,
-          {},
-          backend,
+      async (request, reply) => ({
+        [endpoint.kind]: await timedCalculation(request, reply, (timer) =>
+          runAnalyticsCalculation(
+            db,
+            request.actor,
+            endpoint.kind,
+            request.body as Record<string, unknown>,
+            (request.query as { workspace?: string }).workspace,
+            {},
+            backend,
+            timer,
+          ),
         ),
       }),
     );

@@ -10,6 +10,7 @@ import type { Database } from '../../engine/platform/database';
 import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../schemas/fields';
+import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 
@@ -19,7 +20,7 @@ const ProjectionValues = Type.Array(
     value: Type.Number(),
   }),
 );
-const StressTest = Type.Object(
+export const StressTest = Type.Object(
   {
     magnitude: Type.Number({ description: 'The shock applied.' }),
     extrapolated: Type.Boolean({ description: 'The magnitude lies outside dynamic_range.' }),
@@ -42,7 +43,7 @@ const StressTest = Type.Object(
   },
   { $id: 'StressTest', title: 'StressTest' },
 );
-const RiskAttribution = Type.Object(
+export const RiskAttribution = Type.Object(
   {
     unmapped_tickers: Type.Array(Type.String()),
     results: Type.Array(Type.Object({ id: Type.String(), mctr: ProjectionValues })),
@@ -64,11 +65,13 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
 ) => {
   app.addSchema(StressTest);
   app.addSchema(RiskAttribution);
+  serverTiming(app);
 
   app.post(
     '/calculations/stress_test',
     {
       config,
+      serializerCompiler: plainJsonSerializer,
       schema: {
         tags,
         summary: 'Stress test: the portfolio’s P&L given a shock to one security',
@@ -80,14 +83,17 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
         },
       },
     },
-    async (request) => ({
-      stress_test: await runStressTestCalculation(
-        db,
-        request.actor,
-        request.body,
-        request.query.workspace,
-        {},
-        backend,
+    async (request, reply) => ({
+      stress_test: await timedCalculation(request, reply, (timer) =>
+        runStressTestCalculation(
+          db,
+          request.actor,
+          request.body,
+          request.query.workspace,
+          {},
+          backend,
+          timer,
+        ),
       ),
     }),
   );
@@ -96,6 +102,7 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
     '/calculations/risk_attribution',
     {
       config,
+      serializerCompiler: plainJsonSerializer,
       schema: {
         tags,
         summary: 'Risk attribution: each position’s contribution to vol, VaR or CVaR',
@@ -107,14 +114,17 @@ const calculationRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Sim
         },
       },
     },
-    async (request) => ({
-      risk_attribution: await runRiskAttributionCalculation(
-        db,
-        request.actor,
-        request.body,
-        request.query.workspace,
-        {},
-        backend,
+    async (request, reply) => ({
+      risk_attribution: await timedCalculation(request, reply, (timer) =>
+        runRiskAttributionCalculation(
+          db,
+          request.actor,
+          request.body,
+          request.query.workspace,
+          {},
+          backend,
+          timer,
+        ),
       ),
     }),
   );

@@ -26,16 +26,14 @@ import type { SeriesSource } from '../../calc/market-data';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { InvalidInput } from '../platform/errors';
-import { loadMarket } from '../market-data/price-store';
 import {
   asInvalidInput,
   auditCalculation,
   type CalculationBody,
-  checkCalculationRequest,
+  checkedMarket,
   type CheckedRequest,
-  symbolsOf,
 } from './calculation-service';
-import { seriesCacheOf } from './series-cache';
+import { StageTimer } from './stage-timing';
 
 /** The model's limits, as the API's schemas state them. */
 export { MAX_HISTORICAL_DAYS, MAX_STRESS_VALUES, MIN_HISTORICAL_DAYS, SENSITIVITY_TYPES };
@@ -104,6 +102,7 @@ interface Run {
   readonly market: SeriesSource;
   readonly options: CalcOptions;
   readonly backend: SimulationBackend;
+  readonly timer: StageTimer;
 }
 
 interface AnalyticsDeclaration {
@@ -162,19 +161,23 @@ export const ANALYTICS: Readonly<Record<AnalyticsKind, AnalyticsDeclaration>> = 
   properties: {
     noun: 'properties',
     check: () => ({}),
-    run: async ({ checked, market, options, backend }) => {
-      const prepared = asInvalidInput(() =>
-        prepareProperties(
-          { ...common(checked), horizon: checked.horizon ?? 5, confidence: checked.confidence },
-          market,
-          options,
-          checked,
+    run: async ({ checked, market, options, backend, timer }) => {
+      const prepared = timer.timeSync('estimation', () =>
+        asInvalidInput(() =>
+          prepareProperties(
+            { ...common(checked), horizon: checked.horizon ?? 5, confidence: checked.confidence },
+            market,
+            options,
+            checked,
+          ),
         ),
       );
       // The two runs of the dedicated risk attribution (var, cvar), on the process's backend.
-      const varResult = await backend.simulate(prepared.var.scenario, prepared.var.simulation);
-      const cvarResult = await backend.simulate(prepared.cvar.scenario, prepared.cvar.simulation);
-      return prepared.finish(varResult, cvarResult);
+      return timer.time('simulation', async () => {
+        const varResult = await backend.simulate(prepared.var.scenario, prepared.var.simulation);
+        const cvarResult = await backend.simulate(prepared.cvar.scenario, prepared.cvar.simulation);
+        return prepared.finish(varResult, cvarResult);
+      });
     },
   },
 };
@@ -183,7 +186,9 @@ const REFERENCE: SimulationBackend = referenceBackend();
 
 /**
  * POST /calculations/<kind> for the kinds of §16–§19: checks the body (common fields as for risk
- * attribution, then the kind's own), loads the market up to `date`, runs, audits (EXECUTE).
+ * attribution, then the kind's own), loads the market up to `date`, runs, audits (EXECUTE). The
+ * figures are computed (and reported: aggregation, filter) in the `estimation` stage of `timer`;
+ * properties' Monte Carlo var and cvar in `simulation`.
  */
 export async function runAnalyticsCalculation(
   db: Database,
@@ -193,26 +198,24 @@ export async function runAnalyticsCalculation(
   workspace: unknown,
   options: CalcOptions = {},
   backend: SimulationBackend = REFERENCE,
+  timer: StageTimer = new StageTimer(),
 ): Promise<unknown> {
   const declaration = ANALYTICS[kind];
   // Horizon, confidence and the common fields take risk attribution's rules (§17, §19: "as risk attribution").
-  const checked = await checkCalculationRequest(
+  const { checked, market, fields } = await checkedMarket(
     db,
-    actor.principal.accountId,
+    actor,
     'risk_attribution',
     body,
     workspace,
+    timer,
+    () => declaration.check(body),
   );
-  const fields = declaration.check(body);
-  // The stored series come from the process's cache (checked against PostgreSQL on every read).
-  const market = await loadMarket(
-    db,
-    actor.principal.accountId,
-    await symbolsOf(db, checked, 'risk_attribution'),
-    checked.common.date,
-    seriesCacheOf(db).read,
-  );
-  const result = await declaration.run({ checked, market, options, backend }, fields);
-  await auditCalculation(db, actor, ANALYTICS[kind].noun, kind, checked);
+  const run = { checked, market, options, backend, timer };
+  const result =
+    kind === 'properties'
+      ? await declaration.run(run, fields)
+      : await timer.time('estimation', () => declaration.run(run, fields));
+  await timer.time('audit', () => auditCalculation(db, actor, ANALYTICS[kind].noun, kind, checked));
   return result;
 }

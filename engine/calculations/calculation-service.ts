@@ -27,8 +27,9 @@ import type { Database } from '../platform/database';
 import { findEntity } from '../store/entity-store';
 import { checkDate, checkWorkspaceName } from '../store/entity-fields';
 import { InvalidInput } from '../platform/errors';
-import { loadMarket } from '../market-data/price-store';
 import { PORTFOLIO } from '../kinds/portfolio';
+import { seriesCacheOf } from './series-cache';
+import { StageTimer } from './stage-timing';
 import { checkCurrency, checkNlv, checkSecurities, type Security } from '../kinds/security-positions';
 
 /** The spec's allowed values (calc/ accepts more; the API offers exactly these). */
@@ -348,7 +349,36 @@ export async function symbolsOf(
  */
 const REFERENCE: SimulationBackend = referenceBackend();
 
-/** POST /calculations/stress_test: checks, loads the market up to `date`, runs, audits (EXECUTE). */
+/**
+ * The request's checks and its market, timed: the body's rules and the symbols it reads (`checks`),
+ * then the series from the process's cache, checked against PostgreSQL on every read (`market`).
+ */
+export async function checkedMarket<Extra = undefined>(
+  db: Database,
+  actor: Actor,
+  kind: CalculationKind,
+  body: CalculationBody,
+  workspace: unknown,
+  timer: StageTimer,
+  /** More checks of the body (an analytics kind's own fields), run before any market data is read. */
+  extra?: () => Extra,
+) {
+  const accountId = actor.principal.accountId;
+  const { checked, symbols, fields } = await timer.time('checks', async () => {
+    const checked = await checkCalculationRequest(db, accountId, kind, body, workspace);
+    const fields = extra?.() as Extra;
+    return { checked, fields, symbols: await symbolsOf(db, checked, kind) };
+  });
+  const market = await timer.time('market', () =>
+    seriesCacheOf(db).market(db, accountId, symbols, checked.common.date),
+  );
+  return { checked, market, fields };
+}
+
+/**
+ * POST /calculations/stress_test: checks, loads the market up to `date`, runs, audits (EXECUTE).
+ * `timer` receives each stage's time (the route sends it as Server-Timing).
+ */
 export async function runStressTestCalculation(
   db: Database,
   actor: Actor,
@@ -356,39 +386,29 @@ export async function runStressTestCalculation(
   workspace: unknown,
   options: CalcOptions = {},
   backend: SimulationBackend = REFERENCE,
+  timer: StageTimer = new StageTimer(),
 ): Promise<StressTestResult> {
-  const checked = await checkCalculationRequest(
-    db,
-    actor.principal.accountId,
-    'stress_test',
-    body,
-    workspace,
-  );
-  const market = await loadMarket(
-    db,
-    actor.principal.accountId,
-    await symbolsOf(db, checked, 'stress_test'),
-    checked.common.date,
-  );
-  const prepared = asInvalidInput(() =>
-    prepareStressTest(
-      {
-        ...checked.common,
-        horizon: checked.horizon,
-        shock: checked.shock,
-        magnitude: checked.magnitude,
-        confidence: checked.confidence,
-      },
-      market,
-      options,
+  const { checked, market } = await checkedMarket(db, actor, 'stress_test', body, workspace, timer);
+  const prepared = timer.timeSync('estimation', () =>
+    asInvalidInput(() =>
+      prepareStressTest(
+        {
+          ...checked.common,
+          horizon: checked.horizon,
+          shock: checked.shock,
+          magnitude: checked.magnitude,
+          confidence: checked.confidence,
+        },
+        market,
+        options,
+      ),
     ),
   );
-  const result = reportStressTest(
+  const computed = await timer.time('simulation', async () =>
     prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
-    prepared.facts,
-    checked,
   );
-  await auditCalculation(db, actor, 'stress test', 'stress_test', checked);
+  const result = timer.timeSync('report', () => reportStressTest(computed, prepared.facts, checked));
+  await timer.time('audit', () => auditCalculation(db, actor, 'stress test', 'stress_test', checked));
   return result;
 }
 
@@ -400,39 +420,32 @@ export async function runRiskAttributionCalculation(
   workspace: unknown,
   options: CalcOptions = {},
   backend: SimulationBackend = REFERENCE,
+  timer: StageTimer = new StageTimer(),
 ): Promise<RiskAttributionResult> {
-  const checked = await checkCalculationRequest(
-    db,
-    actor.principal.accountId,
-    'risk_attribution',
-    body,
-    workspace,
-  );
-  const market = await loadMarket(
-    db,
-    actor.principal.accountId,
-    await symbolsOf(db, checked, 'risk_attribution'),
-    checked.common.date,
-  );
-  const prepared = asInvalidInput(() =>
-    prepareRiskAttribution(
-      {
-        ...checked.common,
-        horizon: checked.horizon ?? 5,
-        risk_measure: checked.risk_measure,
-        confidence: checked.confidence,
-      },
-      market,
-      options,
+  const { checked, market } = await checkedMarket(db, actor, 'risk_attribution', body, workspace, timer);
+  const prepared = timer.timeSync('estimation', () =>
+    asInvalidInput(() =>
+      prepareRiskAttribution(
+        {
+          ...checked.common,
+          horizon: checked.horizon ?? 5,
+          risk_measure: checked.risk_measure,
+          confidence: checked.confidence,
+        },
+        market,
+        options,
+      ),
     ),
   );
-  const result = reportRiskAttribution(
+  const computed =
     prepared.kind === 'analytic'
       ? prepared.result
-      : prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
-    prepared.facts,
-    checked,
+      : await timer.time('simulation', async () =>
+          prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
+        );
+  const result = timer.timeSync('report', () => reportRiskAttribution(computed, prepared.facts, checked));
+  await timer.time('audit', () =>
+    auditCalculation(db, actor, 'risk attribution', 'risk_attribution', checked),
   );
-  await auditCalculation(db, actor, 'risk attribution', 'risk_attribution', checked);
   return result;
 }

@@ -4,9 +4,11 @@ import {
   formatDay,
   parseOptionSymbol,
   pricesFromReturns,
+  type MarketMemo,
   type PriceSeries,
   type ReferenceSource,
 } from '../../calc';
+import { createHash } from 'node:crypto';
 import type { Database } from '../platform/database';
 
 /** A series as stored: ascending day numbers (days since 1970-01-01) and their observed prices. */
@@ -186,6 +188,8 @@ export async function masterAttributes(
 export class MarketSnapshot extends Map<string, PriceSeries> implements ReferenceSource {
   readonly master = new Map<string, Readonly<Record<string, AttributeValue>>>();
   readonly volumes = new Map<string, PriceSeries>();
+  /** calc's store of derived values, when every series has a known version (see `loadMarket`). */
+  memo?: MarketMemo;
 
   attributes(symbol: string): Readonly<Record<string, AttributeValue>> | undefined {
     return this.master.get(symbol);
@@ -196,11 +200,22 @@ export class MarketSnapshot extends Map<string, PriceSeries> implements Referenc
   }
 }
 
-/** Stored series rows of the given symbols (absent symbols have no row). */
+/**
+ * Stored series rows of the given symbols (absent symbols have no row). `version` (the series
+ * cache's) changes whenever the row is written.
+ */
 export type SeriesRows = (
   db: Database,
   symbols: string[],
-) => Promise<Array<{ symbol: string; dates: ArrayLike<number>; values: ArrayLike<number> }>>;
+) => Promise<
+  Array<{ symbol: string; dates: ArrayLike<number>; values: ArrayLike<number>; version?: string }>
+>;
+
+/**
+ * Where a market finds its memo (calc's `SeriesSource.memo`) for one fingerprint of its stored
+ * series: the same fingerprint, the same series, the same derived values.
+ */
+export type MarketMemos = (fingerprint: string) => MarketMemo;
 
 /** Straight from PostgreSQL; engine/calculations/series-cache.ts serves the same rows from memory. */
 export const readSeriesRows: SeriesRows = async (db, symbols) =>
@@ -226,6 +241,7 @@ export async function loadMarket(
   symbols: Iterable<string>,
   date: string | null,
   readRows: SeriesRows = readSeriesRows,
+  memos?: MarketMemos,
 ): Promise<MarketSnapshot> {
   const lastDay = date === null ? null : dayNumber(date);
   const wanted = [...new Set(symbols)];
@@ -242,6 +258,16 @@ export async function loadMarket(
   const volumeSymbols = described.map((s) => `VOL:${s}`);
   if (stored.length + volumeSymbols.length > 0) {
     const rows = await readRows(db, [...stored, ...volumeSymbols]);
+    // The memo is shared by every market cut at the same day from the same versions of the same
+    // rows; the account's own series (CUSTOM:, PRIVATE:) have no version, so a market with any has none.
+    if (memos !== undefined && custom.length + privates.length === 0 && rows.every((r) => r.version)) {
+      const versions = rows.map((r) => `${r.symbol}\u0000${r.version!}`).sort();
+      market.memo = memos(
+        createHash('sha256')
+          .update(`${lastDay ?? 'latest'}\u0001${versions.join('\u0001')}`)
+          .digest('hex'),
+      );
+    }
     const priced = new Set(stored);
     for (const row of rows) {
       const series = upTo(row.dates, row.values, lastDay);

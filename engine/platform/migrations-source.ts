@@ -14,6 +14,7 @@ import * as credentialNotify from '../../migrations/20261124030000_credential_no
 import * as rateLimitUnlogged from '../../migrations/20261124040000_rate_limit_unlogged';
 import * as runEndNotify from '../../migrations/20261125000000_run_end_notify';
 import * as userCache from '../../migrations/20261126010000_user_cache';
+import * as marketGeneration from '../../migrations/20261126030000_market_generation';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -35,6 +36,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261124040000_rate_limit_unlogged', rateLimitUnlogged],
   ['20261125000000_run_end_notify', runEndNotify],
   ['20261126010000_user_cache', userCache],
+  ['20261126030000_market_generation', marketGeneration],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

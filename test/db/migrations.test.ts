@@ -33,6 +33,7 @@ describe('migrations', () => {
         '20261124040000_rate_limit_unlogged',
         '20261125000000_run_end_notify',
         '20261126010000_user_cache',
+        '20261126030000_market_generation',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -51,6 +52,7 @@ describe('migrations', () => {
         { name: '20261124040000_rate_limit_unlogged' },
         { name: '20261125000000_run_end_notify' },
         { name: '20261126010000_user_cache' },
+        { name: '20261126030000_market_generation' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {
