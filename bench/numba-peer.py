@@ -264,15 +264,19 @@ def main():
     model = Model(s)
     run(model, min(s["paths"], 2 * CHUNK), s["tail"])  # compile (not timed)
     times = []
+    cpu = []
     checks = None
     redrawn = 0
     for _ in range(s["runs"]):
         start = time.perf_counter()
+        cpu_start = time.process_time()
         checks, redrawn = run(model, s["paths"], s["tail"])
         times.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - cpu_start) * 1000)
     json.dump(
         {
             "times_ms": times,
+            "cpu_ms": cpu,
             "numpy": np.__version__,
             "numba": numba.__version__,
             "python": sys.version.split()[0],

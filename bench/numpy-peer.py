@@ -198,13 +198,16 @@ def run(s, pool):
 def main():
     s = json.load(sys.stdin)
     times = []
+    cpu = []
     checks = None
     redrawn = 0
     with ThreadPoolExecutor(THREADS) as pool:
         for _ in range(s["runs"]):
             start = time.perf_counter()
+        cpu_start = time.process_time()
             checks, redrawn = run(s, pool)
             times.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - cpu_start) * 1000)
     try:
         deps = np.show_config(mode="dicts")["Build Dependencies"]
         blas = deps["blas"]["name"]
@@ -213,6 +216,7 @@ def main():
     json.dump(
         {
             "times_ms": times,
+            "cpu_ms": cpu,
             "numpy": np.__version__,
             "python": sys.version.split()[0],
             "blas": blas,
