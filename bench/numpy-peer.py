@@ -204,10 +204,10 @@ def main():
     with ThreadPoolExecutor(THREADS) as pool:
         for _ in range(s["runs"]):
             start = time.perf_counter()
-        cpu_start = time.process_time()
+            cpu_start = time.process_time()
             checks, redrawn = run(s, pool)
             times.append((time.perf_counter() - start) * 1000)
-        cpu.append((time.process_time() - cpu_start) * 1000)
+            cpu.append((time.process_time() - cpu_start) * 1000)
     try:
         deps = np.show_config(mode="dicts")["Build Dependencies"]
         blas = deps["blas"]["name"]
