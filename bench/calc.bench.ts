@@ -11,7 +11,8 @@
  * `--analytics-only` runs just those.
  *
  * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
- * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run; `--no-numpy` leaves out the
+ * `--size=M` (or a list, `--size=M,L`) and `--backends=reference,typed` narrow the run, `--no-analytics`
+ * leaves out the analytics through the API; `--no-numpy` leaves out the
  * peers (bench/numpy-peer.py and bench/numba-peer.py, run in child processes from a project-local
  * virtualenv with pinned numpy, numba and scipy, created on first use). Both do the `wasm` kernel's work
  * on the same linear scenarios: float32, its counter-based generator, pass 2 over the tail paths only,
@@ -232,7 +233,7 @@ function percentile(sorted: number[], p: number): number {
 export async function runCalcBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const quick = argv.includes('--quick');
   const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-  const sizes = SIZES.filter((s) => (flag('size') ?? s.label) === s.label);
+  const sizes = SIZES.filter((s) => (flag('size')?.split(',') ?? [s.label]).includes(s.label));
   const only = flag('backends')?.split(',');
   const threads = os.availableParallelism();
   const load = () =>
@@ -268,6 +269,22 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   for (const name of names.filter((n) => only?.includes(n) ?? true))
     backends.push(await createBackend(name, { threads }));
   const analyticsOnly = argv.includes('--analytics-only');
+  const printVersus = () => {
+    if (versus.length === 0) return;
+    console.log(
+      '\nIssue 20, the kernel vs a numba peer of the same work, same run (target ≥ 1.0× its speed, moonshot ≥ 1.5×):',
+    );
+    console.log(
+      '| case | wasm p50 ms | numba peer p50 ms | wasm speed vs numba | target 1.0× | moonshot 1.5× | CPU p50 ms, wasm / numba (all threads; on a loaded machine the steadier ratio) |',
+    );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const v of versus) {
+      const speed = v.numba / v.wasm;
+      console.log(
+        `| ${v.case} | ${v.wasm.toFixed(0)} | ${v.numba.toFixed(0)} | ${speed.toFixed(2)}× | ${speed >= 1 ? 'met' : `missed by ${((1 / speed - 1) * 100).toFixed(0)} % of time`} | ${speed >= 1.5 ? 'met' : 'not met'} | ${v.wasmCpu.toFixed(0)} / ${v.numbaCpu.toFixed(0)} (${(v.numbaCpu / v.wasmCpu).toFixed(2)}×) |`,
+      );
+    }
+  };
   const sampler = rssSampler();
   console.log(
     '| size | calculation | backend | runs | p50 ms | p99 ms | peak RSS growth MiB | p50 vs reference |',
@@ -381,8 +398,9 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
         }
       }
     }
+    printVersus();
     // Issue 22: the analytics of §16–§19 at L through the API, on the backend the probe chose.
-    const large = sizes.find((size) => size.label === 'L');
+    const large = argv.includes('--no-analytics') ? undefined : sizes.find((size) => size.label === 'L');
     if (large !== undefined) {
       const chosen = await createBackend(probe.backend.name, { threads });
       try {
@@ -404,21 +422,6 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   console.log(
     'Targets on 2 cores (issue 12): M p50 ≤ 100 ms, L p50 ≤ 2 s, MX p50 ≤ 200 ms, L peak RSS growth ≤ 256 MiB.',
   );
-  if (versus.length > 0) {
-    console.log(
-      '\nIssue 20, the kernel vs a numba peer of the same work, same run (target ≥ 1.0× its speed, moonshot ≥ 1.5×):',
-    );
-    console.log(
-      '| case | wasm p50 ms | numba peer p50 ms | wasm speed vs numba | target 1.0× | moonshot 1.5× | CPU p50 ms, wasm / numba (all threads; on a loaded machine the steadier ratio) |',
-    );
-    console.log('|---|---|---|---|---|---|---|');
-    for (const v of versus) {
-      const speed = v.numba / v.wasm;
-      console.log(
-        `| ${v.case} | ${v.wasm.toFixed(0)} | ${v.numba.toFixed(0)} | ${speed.toFixed(2)}× | ${speed >= 1 ? 'met' : `missed by ${((1 / speed - 1) * 100).toFixed(0)} % of time`} | ${speed >= 1.5 ? 'met' : 'not met'} | ${v.wasmCpu.toFixed(0)} / ${v.numbaCpu.toFixed(0)} (${(v.numbaCpu / v.wasmCpu).toFixed(2)}×) |`,
-      );
-    }
-  }
   console.log(
     `Load average at the end (1/5/15 min): ${load()}. gpu.js GPU path: not measured (no GPU here).`,
   );
