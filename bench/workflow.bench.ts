@@ -989,6 +989,11 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     reportLoad(options.sizes, load);
     reportTargets(options.sizes, latency, load);
     console.log(`(bench total ${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
+  } catch (error) {
+    // Printed before the clean-up: closing the Temporal connection under runs still in flight can
+    // end the process from a gRPC retry timer, which would hide what went wrong.
+    console.error('workflow bench failed:', error);
+    throw error;
   } finally {
     await runCleanup();
   }
