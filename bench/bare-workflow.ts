@@ -1,18 +1,30 @@
 /**
- * The baseline of bench/workflow.bench.ts: a bare Temporal workflow of three no-op activities in a
+ * The baselines of bench/workflow.bench.ts: a bare Temporal workflow of three no-op activities in a
  * row, the shape of a STARTER → BASIC → ENDER run without the service around it (no HTTP, no
  * PostgreSQL, no isolates, no closing activity). Workflow code: only @temporalio/workflow.
+ *
+ * - `bareLocalWorkflow` (issue 20, the fair baseline): three local activities, as the service's steps
+ *   run (one workflow task holds them all, as ours does).
+ * - `bareWorkflow` (the issue-6 baseline, kept as a labelled second row): three regular activities,
+ *   i.e. three activity tasks and four workflow tasks.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 
 export interface BareActivities {
   noop(step: number): Promise<number>;
 }
 
 const { noop } = proxyActivities<BareActivities>({ startToCloseTimeout: '1 minute' });
+const local = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '1 minute' });
 
 export async function bareWorkflow(): Promise<number> {
   let sum = 0;
   for (let step = 0; step < 3; step++) sum += await noop(step);
+  return sum;
+}
+
+export async function bareLocalWorkflow(): Promise<number> {
+  let sum = 0;
+  for (let step = 0; step < 3; step++) sum += await local.noop(step);
   return sum;
 }

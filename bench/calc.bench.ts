@@ -12,9 +12,13 @@
  * `--api-only` runs just those, `--no-api` leaves them out.
  *
  * `npm run bench -- --quick` runs one repetition per case and skips the L reference;
- * `--size=M` or `--size=L` and `--backends=reference,typed` narrow the run; `--no-numpy` leaves out the
- * numpy peer (bench/numpy-peer.py, run in a child process from a project-local virtualenv with a pinned
- * numpy, created on first use), which runs the same linear scenarios with its own generator.
+ * `--size=M` (or a list, `--size=M,L`) and `--backends=reference,typed` narrow the run, `--no-analytics`
+ * leaves out the analytics through the API; `--no-numpy` leaves out the
+ * peers (bench/numpy-peer.py and bench/numba-peer.py, run in child processes from a project-local
+ * virtualenv with pinned numpy, numba and scipy, created on first use). Both do the `wasm` kernel's work
+ * on the same linear scenarios: float32, its counter-based generator, pass 2 over the tail paths only,
+ * 2 threads. The wasm kernel runs 3 (L) or 5 (M) times even with `--quick`, and the run ends with the
+ * issue-20 table: the kernel's speed against the numba peer's, same run, beside the targets.
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
@@ -32,45 +36,60 @@ import { syntheticMarket } from '../test/calc/support/synthetic-market';
 import { pythonVenv } from '../test/support/python-venv';
 import { runCalcOverApi } from './calc-api';
 
-/** The numpy peer's interpreter: a project-local virtualenv with this numpy (pinned). */
+/**
+ * The peers' interpreter: one project-local virtualenv with these (pinned). numba's `np.dot` needs
+ * scipy's BLAS bindings.
+ */
 const NUMPY = 'numpy==2.3.5';
+const NUMBA = 'numba==0.68.1';
+const SCIPY = 'scipy==1.16.3';
 
-interface NumpyPeer {
+interface Peer {
   readonly label: string;
-  run(scenario: Scenario, simulation: SimulationOptions, runs: number): Promise<NumpyRun>;
+  run(scenario: Scenario, simulation: SimulationOptions, runs: number): Promise<PeerRun>;
 }
 
-interface NumpyRun {
+interface PeerRun {
   numpy: string;
+  numba?: string;
   blas: string;
   python: string;
+  threads: string;
+  redraws: string;
   times_ms: number[];
+  /** Process CPU time per run (all threads). */
+  cpu_ms: number[];
   checks: { ev_total: number; ev_expected: number; cvar_neg_total: number; cvar_neg_expected: number };
 }
 
 /**
- * bench/numpy-peer.py in a child process, or why there is none: a virtualenv needs Python 3.11+
- * and PyPI (or a pip cache) the first time.
+ * The peers (bench/numpy-peer.py and bench/numba-peer.py) in child processes, or why there are none:
+ * a virtualenv needs Python 3.11+ and PyPI (or a pip cache) the first time. Both do the work of the
+ * `wasm` kernel: float32, the kernel's counter-based generator addressed by (path, dimension), pass 2
+ * over the tail paths only, 2 threads.
  */
-async function numpyPeer(): Promise<NumpyPeer | string> {
+async function pythonPeers(): Promise<{ numpy: Peer; numba: Peer } | string> {
   let bin: string;
   try {
-    bin = await pythonVenv('numpy-peer', [NUMPY], { preferPython: ['python3.13', 'python3.12'] });
+    bin = await pythonVenv('numpy-peer', [NUMPY, NUMBA, SCIPY], {
+      preferPython: ['python3.13', 'python3.12'],
+    });
   } catch (error) {
-    return `not measured (no numpy: ${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
+    return `not measured (no numpy/numba: ${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
   }
-  const script = path.join(__dirname, 'numpy-peer.py');
-  return {
-    label: NUMPY,
+  const peer = (label: string, file: string): Peer => ({
+    label,
     run: (scenario, simulation, runs) =>
-      new Promise<NumpyRun>((resolve, reject) => {
-        const child = spawn(path.join(bin, 'python'), [script], { stdio: ['pipe', 'pipe', 'inherit'] });
+      new Promise<PeerRun>((resolve, reject) => {
+        const child = spawn(path.join(bin, 'python'), [path.join(__dirname, file)], {
+          stdio: ['pipe', 'pipe', 'inherit'],
+        });
         let out = '';
         child.stdout.on('data', (data: Buffer) => (out += data.toString('utf8')));
         child.on('error', reject);
         child.on('close', (code) => {
-          if (code !== 0) return reject(new Error(`numpy peer exited with ${code}`));
-          resolve(JSON.parse(out) as NumpyRun);
+          if (code !== 0) return reject(new Error(`${file} exited with ${code}`));
+          resolve(JSON.parse(out) as PeerRun);
         });
         const numbers = (a: ArrayLike<number>) => Array.from(a);
         child.stdin.end(
@@ -93,7 +112,8 @@ async function numpyPeer(): Promise<NumpyPeer | string> {
           }),
         );
       }),
-  };
+  });
+  return { numpy: peer(NUMPY, 'numpy-peer.py'), numba: peer(`${NUMBA}, ${NUMPY}`, 'numba-peer.py') };
 }
 
 const MiB = 1024 * 1024;
@@ -214,7 +234,7 @@ function percentile(sorted: number[], p: number): number {
 export async function runCalcBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const quick = argv.includes('--quick');
   const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-  const sizes = SIZES.filter((s) => (flag('size') ?? s.label) === s.label);
+  const sizes = SIZES.filter((s) => (flag('size')?.split(',') ?? [s.label]).includes(s.label));
   const only = flag('backends')?.split(',');
   const threads = os.availableParallelism();
   const load = () =>
@@ -226,12 +246,16 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
     `\nCalculation benchmark: ${PATHS} paths; machine: ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${threads} cores, ` +
       `${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, Node ${process.version}, load average (1/5/15 min) ${load()}`,
   );
-  const peer = argv.includes('--no-numpy') ? 'not measured (--no-numpy)' : await numpyPeer();
+  const peers = argv.includes('--no-numpy') ? 'not measured (--no-numpy)' : await pythonPeers();
   console.log(
-    typeof peer === 'string'
-      ? `numpy peer: ${peer}`
-      : `numpy peer: bench/numpy-peer.py with ${peer.label} in a child process (same scenario, own generator)`,
+    typeof peers === 'string'
+      ? `numpy and numba peers: ${peers}`
+      : `Peers: bench/numpy-peer.py (${peers.numpy.label}) and bench/numba-peer.py (${peers.numba.label}), each in a ` +
+          "child process, same scenario: float32, the wasm kernel's counter-based generator addressed by (path, " +
+          'dimension), pass 2 over the tail paths only, 2 threads (the ratio column is their p50 over ours: above 1× we are faster)',
   );
+  /** Kernel vs numba peer, per case, for the target table at the end. */
+  const versus: { case: string; wasm: number; numba: number; wasmCpu: number; numbaCpu: number }[] = [];
   const probe = await chooseBackend({ threads, clock: () => performance.now() });
   const timings = Object.entries(probe.timings)
     .map(([name, t]) => `${name} ${typeof t === 'number' ? `${t.toFixed(1)} ms` : t}`)
@@ -246,6 +270,22 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
   for (const name of names.filter((n) => only?.includes(n) ?? true))
     backends.push(await createBackend(name, { threads }));
   const apiOnly = argv.includes('--api-only') || argv.includes('--analytics-only');
+  const printVersus = () => {
+    if (versus.length === 0) return;
+    console.log(
+      '\nIssue 20, the kernel vs a numba peer of the same work, same run (target ≥ 1.0× its speed, moonshot ≥ 1.5×):',
+    );
+    console.log(
+      '| case | wasm p50 ms | numba peer p50 ms | wasm speed vs numba | target 1.0× | moonshot 1.5× | CPU p50 ms, wasm / numba (all threads; on a loaded machine the steadier ratio) |',
+    );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const v of versus) {
+      const speed = v.numba / v.wasm;
+      console.log(
+        `| ${v.case} | ${v.wasm.toFixed(0)} | ${v.numba.toFixed(0)} | ${speed.toFixed(2)}× | ${speed >= 1 ? 'met' : `missed by ${((1 / speed - 1) * 100).toFixed(0)} % of time`} | ${speed >= 1.5 ? 'met' : 'not met'} | ${v.wasmCpu.toFixed(0)} / ${v.numbaCpu.toFixed(0)} (${(v.numbaCpu / v.wasmCpu).toFixed(2)}×) |`,
+      );
+    }
+  };
   const sampler = rssSampler();
   console.log(
     '| size | calculation | backend | runs | p50 ms | p99 ms | peak RSS growth MiB | p50 vs reference |',
@@ -260,61 +300,108 @@ export async function runCalcBench(argv: readonly string[] = process.argv.slice(
       for (const calc of calcs) {
         let referenceP50: number | null = null;
         let referenceL: { ev: number; cvarNeg: number } | null = null;
+        let wasmP50: number | null = null;
+        let wasmCpu = NaN;
+        let wasmL: { ev: number; cvarNeg: number } | null = null;
         for (const backend of backends) {
           const reference = backend.name === 'reference';
           if (reference && quick && size.label === 'L') continue;
           // An L run takes about a minute: the reference and gpujs once, the others 3 times without a
           // warm-up. M: 5 runs after a warm-up.
           const large = size.label === 'L';
-          const runs = quick || (large && (reference || backend.name === 'gpujs')) ? 1 : large ? 3 : 5;
+          // The wasm kernel runs at least 3 times even with --quick: its p50 is set beside the peers'.
+          const runs =
+            backend.name === 'wasm'
+              ? large
+                ? 3
+                : 5
+              : quick || (large && (reference || backend.name === 'gpujs'))
+                ? 1
+                : large
+                  ? 3
+                  : 5;
           if (runs > 1 && !large) await backend.simulate(calc.scenario, calc.simulation);
           const times: number[] = [];
+          const cpuTimes: number[] = [];
           let growth = 0;
           for (let run = 0; run < runs; run++) {
             const before = sampler.reset();
             const started = performance.now();
+            const cpuBefore = process.cpuUsage();
             const result = await backend.simulate(calc.scenario, calc.simulation);
             calc.finish(result);
             if (backend.name === 'reference') {
               referenceL = { ev: result.ev.portfolio, cvarNeg: result.cvarNeg.portfolio };
             }
+            if (backend.name === 'wasm')
+              wasmL = { ev: result.ev.portfolio, cvarNeg: result.cvarNeg.portfolio };
             times.push(performance.now() - started);
+            const cpu = process.cpuUsage(cpuBefore);
+            cpuTimes.push((cpu.user + cpu.system) / 1000);
             growth = Math.max(growth, sampler.peak() - before);
           }
           times.sort((a, b) => a - b);
           const p50 = percentile(times, 50);
           if (reference) referenceP50 = p50;
+          if (backend.name === 'wasm') {
+            wasmP50 = p50;
+            wasmCpu = percentile(
+              cpuTimes.sort((a, b) => a - b),
+              50,
+            );
+          }
           const ratio =
             referenceP50 === null ? 'n/a' : reference ? 'baseline' : `${(referenceP50 / p50).toFixed(2)}×`;
           console.log(
             `| ${size.label} | ${calc.name} | ${backend.name} (${backend.detail}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | ${(growth / MiB).toFixed(0)} | ${ratio} |`,
           );
         }
-        if (typeof peer !== 'string') {
+        if (typeof peers !== 'string') {
           if (calc.scenario.lines !== undefined) {
             console.log(
-              `| ${size.label} | ${calc.name} | numpy peer | | not measured (option and FX lines are not in the peer) | | | |`,
+              `| ${size.label} | ${calc.name} | numpy and numba peers | | not measured (option and FX lines are not in the peers) | | | |`,
             );
             continue;
           }
-          const runs = quick || size.label === 'L' ? 1 : 5;
-          const measured = await peer.run(calc.scenario, calc.simulation, runs + (runs > 1 ? 1 : 0));
-          // The first of several runs is the warm-up, as for the backends.
-          const times = (runs > 1 ? measured.times_ms.slice(1) : measured.times_ms).sort((a, b) => a - b);
-          const p50 = percentile(times, 50);
-          const ratio = referenceP50 === null ? 'n/a' : `${(referenceP50 / p50).toFixed(2)}×`;
-          const { checks } = measured;
-          console.log(
-            `| ${size.label} | ${calc.name} | numpy peer (numpy ${measured.numpy}, ${measured.blas || 'BLAS unknown'}, Python ${measured.python}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | (own process) | ${ratio} |`,
-          );
-          console.log(
-            `|  |  | (numpy peer: mean L ${checks.ev_expected.toFixed(2)}, tail-mean L ${checks.cvar_neg_expected.toFixed(2)}, its components summing to ${checks.ev_total.toFixed(2)} and ${checks.cvar_neg_total.toFixed(2)}; reference: ${referenceL === null ? 'not run' : `${referenceL.ev.toFixed(2)} and ${referenceL.cvarNeg.toFixed(2)}`}) | | | | | |`,
-          );
+          for (const [name, peer] of [
+            ['numpy', peers.numpy],
+            ['numba', peers.numba],
+          ] as const) {
+            // numpy at L takes about 20 s a run: once with --quick. numba compiles before its timed runs.
+            const runs = name === 'numpy' && (quick || size.label === 'L') ? 1 : size.label === 'L' ? 3 : 5;
+            const warm = name === 'numpy' && runs > 1 ? 1 : 0;
+            const measured = await peer.run(calc.scenario, calc.simulation, runs + warm);
+            const times = measured.times_ms.slice(warm).sort((a, b) => a - b);
+            const p50 = percentile(times, 50);
+            const ratio = wasmP50 === null ? 'wasm not run' : `wasm ${(p50 / wasmP50).toFixed(2)}× its speed`;
+            if (name === 'numba' && wasmP50 !== null) {
+              const cpu = measured.cpu_ms.slice(warm).sort((a, b) => a - b);
+              versus.push({
+                case: `${size.label} ${calc.name}`,
+                wasm: wasmP50,
+                numba: p50,
+                wasmCpu,
+                numbaCpu: percentile(cpu, 50),
+              });
+            }
+            const { checks } = measured;
+            const version =
+              name === 'numba'
+                ? `numba ${measured.numba}, numpy ${measured.numpy}`
+                : `numpy ${measured.numpy}`;
+            console.log(
+              `| ${size.label} | ${calc.name} | ${name} peer (${version}, ${measured.blas || 'scipy BLAS'}, Python ${measured.python}; ${measured.threads}; ${measured.redraws}) | ${runs} | ${p50.toFixed(0)} | ${percentile(times, 99).toFixed(0)} | (own process) | ${ratio} |`,
+            );
+            console.log(
+              `|  |  | (${name} peer: mean L ${checks.ev_expected.toFixed(2)}, tail-mean L ${checks.cvar_neg_expected.toFixed(2)}, its components summing to ${checks.ev_total.toFixed(2)} and ${checks.cvar_neg_total.toFixed(2)}; same scenario in our backends, own seed: wasm ${wasmL === null ? 'not run' : `${wasmL.ev.toFixed(5)} and ${wasmL.cvarNeg.toFixed(5)}`}, reference ${referenceL === null ? 'not run' : `${referenceL.ev.toFixed(5)} and ${referenceL.cvarNeg.toFixed(5)}`}) | | | | | |`,
+            );
+          }
         }
       }
     }
+    printVersus();
     // Issues 20 and 22: the calculations through the API, on the backend the probe chose.
-    if (!argv.includes('--no-api')) {
+    if (!argv.includes('--no-api') && !argv.includes('--no-analytics')) {
       const chosen = await createBackend(probe.backend.name, { threads });
       try {
         await runCalcOverApi(chosen, {

@@ -4,8 +4,15 @@
  * a Temporal dev server (SQLite file, as `npm start` runs it) started here, the real Fastify app
  * listening on a port, API-key requests over real HTTP, and a real Temporal Worker from
  * createTemporalWorker. Beside it, on the same Temporal server in the same run: a bare Temporal
- * workflow of three no-op activities (bench/bare-workflow.ts), started with the client and awaited
- * with handle.result().
+ * workflow of three no-op local activities (bench/bare-workflow.ts, as the service's steps run),
+ * started with the client and awaited with handle.result().
+ *
+ * Issue 20, the fair comparison: both clocks stop at Temporal's completion. A service run is timed
+ * from POST /run to `handle.result()` on its own Temporal workflow (id = the run's `wfex_…` id),
+ * beside the bare workflow of 3 local activities; the run ends with the target table (latency ≤ 1.3×
+ * the bare one, sustained runs/s ≥ 0.8×). The issue-6 figures stay as labelled second rows: the
+ * bare workflow of 3 regular activities (3 activity tasks, 4 workflow tasks) and the service clocks
+ * that stop at the database (ENDER's commit, the run's `ended_at`) or at the client's poll.
  *
  * 1. Latency, one run at a time (service and bare runs interleaved): from the run request to
  *    SUCCEEDED seen by polling GET /v2/workflows/:id/workflow_executions every 15 ms; the ENDER's
@@ -45,7 +52,7 @@ import { SEARCH_ATTRIBUTES } from '../engine/workflows/run-input';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { freePorts } from '../test/support/global-setup';
 import { createTemporalWorker } from '../workers/temporal-worker';
-import type { BareActivities, bareWorkflow } from './bare-workflow';
+import type { BareActivities, bareLocalWorkflow, bareWorkflow } from './bare-workflow';
 import { cpuDelta, processTreeCpu } from './measure';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..');
@@ -444,6 +451,24 @@ async function storeBenchWorkflow(api: Api): Promise<string> {
 
 type ServiceRun = (n: number, wait?: boolean) => Promise<ServiceSample>;
 type BareRun = () => Promise<BareSample>;
+type TemporalRun = (n: number) => Promise<BareSample>;
+
+/**
+ * POST /run, then `handle.result()` on the run's own Temporal workflow (its id is the run's
+ * `wfex_…` id): the service's clock stopped where the bare one stops, at Temporal's completion.
+ */
+function serviceTemporalRunner(api: Api, client: Client, workflowId: string): TemporalRun {
+  return async (n) => {
+    const t0 = performance.now();
+    const run = await api('POST', `/workflows/${workflowId}/run`, { parameters: { n } });
+    const startedMs = performance.now() - t0;
+    if (run.status !== 202) throw new Error(`run answered ${run.status}: ${run.body}`);
+    const executionId = (JSON.parse(run.body) as { workflow_execution: { id: string } }).workflow_execution
+      .id;
+    await client.workflow.getHandle(executionId).result();
+    return { startedMs, resultMs: performance.now() - t0 };
+  };
+}
 
 /** POST /run, then poll every pollMs until the run leaves RUNNING; it must be SUCCEEDED. */
 function serviceRunner(api: Api, workflowId: string, pollMs: number): ServiceRun {
@@ -479,14 +504,19 @@ function serviceRunner(api: Api, workflowId: string, pollMs: number): ServiceRun
   };
 }
 
-/** Starts the bare workflow and awaits its result. */
-function bareRunner(client: Client, bareTaskQueue: string, suffix: string): BareRun {
+/** Starts a bare workflow (local or regular activities) and awaits its result. */
+function bareRunner(
+  client: Client,
+  bareTaskQueue: string,
+  suffix: string,
+  kind: 'bareWorkflow' | 'bareLocalWorkflow',
+): BareRun {
   let bareCount = 0;
   return async () => {
     const t0 = performance.now();
-    const handle = await client.workflow.start<typeof bareWorkflow>('bareWorkflow', {
+    const handle = await client.workflow.start<typeof bareWorkflow | typeof bareLocalWorkflow>(kind, {
       taskQueue: bareTaskQueue,
-      workflowId: `bench-bare-${suffix}-${(bareCount += 1)}`,
+      workflowId: `bench-${kind}-${suffix}-${(bareCount += 1)}`,
     });
     const startedMs = performance.now() - t0;
     const sum = await handle.result();
@@ -559,10 +589,18 @@ async function breakdown(db: Database, samples: ServiceSample[]): Promise<Map<st
   return segments;
 }
 
+/** The issue-20 pair: the service and the bare workflow, both timed to Temporal's completion. */
+interface FairRuns {
+  serviceRun: TemporalRun;
+  bareRun: BareRun;
+}
+
 interface LatencyResults {
   serviceLatency: ServiceSample[];
   waitLatency: ServiceSample[];
   bareLatency: BareSample[];
+  fairService: BareSample[];
+  fairBare: BareSample[];
   segments: Map<string, number[]>;
   latencySeconds: number;
 }
@@ -573,12 +611,17 @@ async function measureLatency(
   sizes: Sizes,
   serviceRun: ServiceRun,
   bareRun: BareRun,
+  fair: FairRuns,
 ): Promise<LatencyResults> {
   const latencyStarted = performance.now();
   let serviceLatency: ServiceSample[] = [];
   const waitLatency: ServiceSample[] = [];
   const bareLatency: BareSample[] = [];
+  const fairService: BareSample[] = [];
+  const fairBare: BareSample[] = [];
   for (let i = 0; i < sizes.latencyRuns; i++) {
+    fairService.push(await fair.serviceRun(i));
+    fairBare.push(await fair.bareRun());
     serviceLatency.push(await serviceRun(i));
     waitLatency.push(await serviceRun(i, true));
     bareLatency.push(await bareRun());
@@ -586,10 +629,14 @@ async function measureLatency(
   serviceLatency = await withDbTimes(db, serviceLatency);
   const segments = await breakdown(db, serviceLatency);
   const latencySeconds = (performance.now() - latencyStarted) / 1000;
-  return { serviceLatency, waitLatency, bareLatency, segments, latencySeconds };
+  return { serviceLatency, waitLatency, bareLatency, fairService, fairBare, segments, latencySeconds };
 }
 
 interface LoadResults {
+  fairServiceLoad: BareSample[];
+  fairServiceSeconds: number;
+  fairBareLoad: BareSample[];
+  fairBareSeconds: number;
   serviceLoad: ServiceSample[];
   serviceLoadSeconds: number;
   serviceLoadDbSeconds: number;
@@ -610,7 +657,20 @@ async function measureLoad(
   sizes: Sizes,
   serviceRun: ServiceRun,
   bareRun: BareRun,
+  fair: FairRuns,
 ): Promise<LoadResults> {
+  // 2a. Issue 20: the service and the bare local-activity workflow, both to handle.result().
+  const timed = async (run: () => Promise<BareSample>) => {
+    const samples: BareSample[] = [];
+    const started = performance.now();
+    await bounded(sizes.throughputRuns, IN_FLIGHT, async () => {
+      samples.push(await run());
+    });
+    return { samples, seconds: (performance.now() - started) / 1000 };
+  };
+  let i = 0;
+  const fairServiceRun = await timed(() => fair.serviceRun((i += 1)));
+  const fairBareRun = await timed(fair.bareRun);
   let serviceLoad: ServiceSample[] = [];
   const serviceCpuBefore = await processTreeCpu();
   const serviceLoadStarted = performance.now();
@@ -648,6 +708,10 @@ async function measureLoad(
   const bareLoadSeconds = (performance.now() - bareLoadStarted) / 1000;
   const bareCpu = cpuDelta(bareCpuBefore, await processTreeCpu());
   return {
+    fairServiceLoad: fairServiceRun.samples,
+    fairServiceSeconds: fairServiceRun.seconds,
+    fairBareLoad: fairBareRun.samples,
+    fairBareSeconds: fairBareRun.seconds,
     serviceLoad,
     serviceLoadSeconds,
     serviceLoadDbSeconds,
@@ -698,16 +762,41 @@ function reportSetup(options: BenchOptions, services: BenchServices, loadAtStart
 function reportLatency(sizes: Sizes, latency: LatencyResults): void {
   const { serviceLatency, waitLatency, bareLatency, segments, latencySeconds } = latency;
   const bareResult = percentiles(bareLatency.map((x) => x.resultMs));
+  const fairBare = percentiles(latency.fairBare.map((x) => x.resultMs));
   const row = (label: string, values: number[], vsBare: string) => {
     const { p50, p99 } = percentiles(values);
     console.log(`| ${label} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`);
   };
   console.log(
-    `\nLatency, one run at a time: ${sizes.latencyRuns} service runs polled, ${sizes.latencyRuns} waited on ` +
-      `and ${sizes.latencyRuns} bare runs, interleaved (${latencySeconds.toFixed(1)} s)`,
+    `\nLatency, one run at a time: ${sizes.latencyRuns} runs of each case below, interleaved ` +
+      `(${latencySeconds.toFixed(1)} s)`,
   );
   console.log('| case | p50 ms | p99 ms | p50 vs bare |');
   console.log('|---|---|---|---|');
+  console.log("| **issue 20: both clocks at Temporal's completion** | | | |");
+  row(
+    'bare, 3 local activities: client.workflow.start() answered',
+    latency.fairBare.map((x) => x.startedMs),
+    '',
+  );
+  row(
+    'bare, 3 local activities: handle.result() resolved',
+    latency.fairBare.map((x) => x.resultMs),
+    'baseline',
+  );
+  row(
+    'service: POST /run answered 202',
+    latency.fairService.map((x) => x.startedMs),
+    '',
+  );
+  row(
+    "service: handle.result() on the run's wfex_… workflow resolved",
+    latency.fairService.map((x) => x.resultMs),
+    ratio(percentiles(latency.fairService.map((x) => x.resultMs)).p50, fairBare.p50, 2),
+  );
+  console.log(
+    "| **issue-6 figures (kept): bare of 3 regular activities; service clocks at the database or the client's poll** | | | |",
+  );
   row(
     'bare: client.workflow.start() answered',
     bareLatency.map((x) => x.startedMs),
@@ -763,6 +852,8 @@ function reportLoad(sizes: Sizes, load: LoadResults): void {
   const bareRate = sizes.throughputRuns / load.bareLoadSeconds;
   const serviceRate = sizes.throughputRuns / load.serviceLoadSeconds;
   const serviceDbRate = sizes.throughputRuns / load.serviceLoadDbSeconds;
+  const fairBareRate = sizes.throughputRuns / load.fairBareSeconds;
+  const fairServiceRate = sizes.throughputRuns / load.fairServiceSeconds;
   console.log(`\nSustained: ${sizes.throughputRuns} runs per case, ${IN_FLIGHT} in flight`);
   console.log('| case | seconds | runs/s | p50 ms | p99 ms | runs/s vs bare |');
   console.log('|---|---|---|---|---|---|');
@@ -772,6 +863,22 @@ function reportLoad(sizes: Sizes, load: LoadResults): void {
       `| ${label} | ${seconds.toFixed(2)} | ${rate.toFixed(1)} | ${fmt(p50)} | ${fmt(p99)} | ${vsBare} |`,
     );
   };
+  console.log('| **issue 20: both to handle.result()** | | | | | |');
+  loadRow(
+    'bare, 3 local activities: start() to result()',
+    load.fairBareSeconds,
+    fairBareRate,
+    load.fairBareLoad.map((x) => x.resultMs),
+    'baseline',
+  );
+  loadRow(
+    'service: POST /run to handle.result() on its wfex_… workflow',
+    load.fairServiceSeconds,
+    fairServiceRate,
+    load.fairServiceLoad.map((x) => x.resultMs),
+    ratio(fairServiceRate, fairBareRate, 2),
+  );
+  console.log('| **issue-6 figures (kept): bare of 3 regular activities** | | | | | |');
   loadRow(
     'bare: start() to result()',
     load.bareLoadSeconds,
@@ -823,6 +930,25 @@ function reportLoad(sizes: Sizes, load: LoadResults): void {
   );
 }
 
+/** Issue 20's targets beside today's figures (both clocks at Temporal's completion). */
+function reportTargets(sizes: Sizes, latency: LatencyResults, load: LoadResults): void {
+  const latencyRatio =
+    percentiles(latency.fairService.map((x) => x.resultMs)).p50 /
+    percentiles(latency.fairBare.map((x) => x.resultMs)).p50;
+  const rateRatio = load.fairBareSeconds / load.fairServiceSeconds;
+  console.log(
+    "\nIssue 20 targets (vs a bare workflow of 3 local activities, both timed to Temporal's completion):",
+  );
+  console.log('| measure | today | target | met | moonshot | met |');
+  console.log('|---|---|---|---|---|---|');
+  console.log(
+    `| latency p50 vs bare (one run at a time, ${sizes.latencyRuns} each) | ×${latencyRatio.toFixed(2)} | ≤ ×1.3 | ${latencyRatio <= 1.3 ? 'yes' : 'no'} | ≤ ×1.0 | ${latencyRatio <= 1 ? 'yes' : 'no'} |`,
+  );
+  console.log(
+    `| sustained runs/s vs bare (${sizes.throughputRuns} runs, ${IN_FLIGHT} in flight) | ×${rateRatio.toFixed(2)} | ≥ ×0.8 | ${rateRatio >= 0.8 ? 'yes' : 'no'} | ≥ ×1.0 | ${rateRatio >= 1 ? 'yes' : 'no'} |`,
+  );
+}
+
 export async function runWorkflowBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const options = benchOptions(argv);
   const cliPath = findTemporalCli({
@@ -843,20 +969,31 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     const services = await startServices(options, cliPath, dataDir, ports, benchStarted, cleanup);
     const workflowId = await storeBenchWorkflow(services.api);
     const serviceRun = serviceRunner(services.api, workflowId, options.pollMs);
-    const bareRun = bareRunner(services.client, services.bareTaskQueue, services.suffix);
+    const bareRun = bareRunner(services.client, services.bareTaskQueue, services.suffix, 'bareWorkflow');
+    const fair: FairRuns = {
+      serviceRun: serviceTemporalRunner(services.api, services.client, workflowId),
+      bareRun: bareRunner(services.client, services.bareTaskQueue, services.suffix, 'bareLocalWorkflow'),
+    };
 
     // Warm-up: workflow bundles, isolates, JIT, pools and prepared plans on both sides.
     for (let i = 0; i < options.sizes.warmUpRuns; i++) {
       await serviceRun(i);
       await bareRun();
+      await fair.bareRun();
     }
-    const latency = await measureLatency(services.db, options.sizes, serviceRun, bareRun);
-    const load = await measureLoad(services.db, options.sizes, serviceRun, bareRun);
+    const latency = await measureLatency(services.db, options.sizes, serviceRun, bareRun, fair);
+    const load = await measureLoad(services.db, options.sizes, serviceRun, bareRun, fair);
 
     reportSetup(options, services, loadAtStart);
     reportLatency(options.sizes, latency);
     reportLoad(options.sizes, load);
+    reportTargets(options.sizes, latency, load);
     console.log(`(bench total ${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
+  } catch (error) {
+    // Printed before the clean-up: closing the Temporal connection under runs still in flight can
+    // end the process from a gRPC retry timer, which would hide what went wrong.
+    console.error('workflow bench failed:', error);
+    throw error;
   } finally {
     await runCleanup();
   }

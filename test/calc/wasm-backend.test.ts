@@ -390,13 +390,19 @@ describe('wasm backend', () => {
     ['every instrument, k = 2, unconditional', bookScenario(2, 24, false), 0.05],
     ['every instrument, k = 15, pinned shock', bookScenario(15, 18, true), 0.1],
   ])('%s: every figure within 3 Monte Carlo standard errors of the reference', async (_, s, tail) => {
+    // The book has lines (FX, cash, options): without them the case would test a linear book only.
+    expect(s.lines).toBeDefined();
+    expect(s.lines!.option).not.toBeNull();
     const prepared = {
       scenario: s,
       simulation: { paths: 0, seed: null, tail, varBand: true },
       figures: rawFigures(s),
     };
     const { figures } = await expectWithinMonteCarloError(pools.get(2)!, prepared, 20_000);
-    expect(figures).toBeGreaterThan(100);
+    // 4 sets (ev, cvar_neg, cvar_pos, var), each: the portfolio, k + 1 components for each of the
+    // drivers − 2 linear lines and 3 FX or cash lines, one total for each of the 4 options.
+    const drivers = s.residualSd.length;
+    expect(figures).toBe(4 * (1 + (drivers + 1) * (s.k + 1) + 4));
   });
 
   describe('real data (../shared/data/market)', () => {
@@ -456,7 +462,9 @@ describe('wasm backend', () => {
         if (prepared.kind !== 'simulation') throw new Error(`${measure} simulates`);
         const figures = (r: SimulationResult) =>
           prepared.finish(r).results.flatMap((row) => row.mctr.map((v) => v.value));
-        await expectWithinMonteCarloError(pools.get(2)!, { ...prepared, figures }, 20_000);
+        const checked = await expectWithinMonteCarloError(pools.get(2)!, { ...prepared, figures }, 20_000);
+        // One row per stock: its projection (IND:SPX by default) and residual contributions.
+        expect(checked.figures).toBe(STOCKS.length * 2);
       }
     });
 
@@ -483,9 +491,13 @@ describe('wasm backend', () => {
         market,
         { paths: 20_000 },
       );
-      expect(prepared.scenario.lines?.option).not.toBeNull();
+      // Options make lines; `lines?.option` alone would pass when lines is undefined.
+      expect(prepared.scenario.lines).toBeDefined();
+      expect(prepared.scenario.lines!.option).not.toBeNull();
       const check = { ...prepared, figures: stressFigures(prepared.finish) };
-      await expectWithinMonteCarloError(pools.get(2)!, check, 20_000);
+      const { figures } = await expectWithinMonteCarloError(pools.get(2)!, check, 20_000);
+      // 8 positions (6 stocks, the call, the put) × ev, cvar_neg, cvar_pos × (IND:SPX, residual).
+      expect(figures).toBe(8 * 3 * 2);
     });
   });
 });
