@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ErrorBody } from '../schemas/common';
-import { StorableJson } from '../schemas/fields';
+import { StorableJson } from '../../engine/store/field-schemas';
 
 export const DOCS_PREFIX = '/v2/docs';
 

@@ -17,7 +17,7 @@ import {
   UnderlyingStressSensitivityBody,
 } from '../schemas/analytics';
 import { errorResponses } from '../schemas/common';
-import { WorkspaceParam } from '../schemas/fields';
+import { WorkspaceParam } from '../../engine/store/field-schemas';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });
 const tags = ['Calculations'];

@@ -28,7 +28,14 @@ import {
   receivePart,
   type UploadTarget,
 } from '../../engine/files/file-uploads';
-import { DateYmd, IdParams, Name, StorableText, Tags, WorkspaceParam } from '../schemas/fields';
+import {
+  DateYmd,
+  IdParams,
+  Name,
+  StorableText,
+  Tags,
+  WorkspaceParam,
+} from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
 import {
   listQuerystring,

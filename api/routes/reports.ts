@@ -23,7 +23,7 @@ import {
   StoredObject,
   Tags,
   WorkspaceParam,
-} from '../schemas/fields';
+} from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
 

@@ -1,7 +1,7 @@
-import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { type TObject, type TProperties, Type } from '@sinclair/typebox';
 import type { ListRequest } from '../../engine/store/list-query';
 import { NextPageToken, PageSize } from './common';
-import { PeriodBound, StorableText, WorkspaceParam } from './fields';
+import { PeriodBound, StorableText, WorkspaceParam } from '../../engine/store/field-schemas';
 
 /** The list parameters every list takes; `workspace` too for workspace-bound kinds. */
 export function listQuerystring(workspaceBound: boolean) {
@@ -54,9 +54,9 @@ export function listReply<T extends TProperties>(plural: string, item: TObject<T
   return Type.Object({ [plural]: Type.Array(Type.Partial(item)), next_page_token: NextPageToken });
 }
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export { Nullable } from '../../engine/store/field-schemas';
 
-export { LooseBoolean } from './fields';
+export { LooseBoolean } from '../../engine/store/field-schemas';
 
 export function looseBoolean(value: boolean | string | undefined, fallback: boolean): boolean {
   if (value === undefined) return fallback;

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { CurrencyCode, StorableText, StoredObject } from './fields';
+import { CurrencyCode, StorableText, StoredObject } from '../store/field-schemas';
 
 const Num = (description?: string) =>
   Type.Optional(Type.Union([Type.Number(), Type.Null()], description ? { description } : {}));
@@ -63,4 +63,4 @@ export const StoredSecurityInput = StoredObject(
   { description: 'A position: id, symbol, quantity required. Stored with any further keys.' },
 );
 
-export const SECURITIES_MAX_WITH_NLV = 3000;
+export { SECURITIES_MAX_WITH_NLV } from './security-positions';

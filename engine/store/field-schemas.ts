@@ -5,10 +5,19 @@
  * flag) and Python (the clients' and schemathesis's `re`): plain character classes, no \p{…}, no
  * lookarounds.
  */
-import { type ObjectOptions, type TProperties, type TString, Type } from '@sinclair/typebox';
-import { SYMBOL_MAX, symbolRule } from '../../engine/store/resource-kind';
-import { ID_PREFIXES, type IdKind } from '../../engine/platform/ids';
-import { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX } from '../../engine/store/entity-fields';
+import { type ObjectOptions, type TProperties, type TSchema, type TString, Type } from '@sinclair/typebox';
+import { type IdPrefix, idPrefixOf, type IdKind } from '../platform/ids';
+import { DESCRIPTION_MAX, NAME_MAX, TAGS_MAX } from './entity-fields';
+
+/** A symbol is a path segment too, and the router refuses segments over 100 characters. */
+export const SYMBOL_MAX = 64;
+
+/** What a symbol of `prefix` must be, in words (`PRIVATE: followed by …`). */
+export const symbolRule = (prefix: string) =>
+  `${prefix}: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all`;
+
+/** The value or null. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /**
  * No NUL (PostgreSQL refuses it in text). Unpaired surrogates, which have no UTF-8 spelling either, are
@@ -143,16 +152,16 @@ export const WorkspaceParam = Type.Optional(
   }),
 );
 
-/** An id of `kind`: its prefix and 25 characters of [a-zA-Z0-9]. */
-export function EntityId(kind: IdKind, description?: string): TString {
+/** An id of `kind` (or of a declared kind's prefix): its prefix and 25 characters of [a-zA-Z0-9]. */
+export function EntityId(kind: IdKind | IdPrefix, description?: string): TString {
+  const prefix = idPrefixOf(kind);
   return Type.String({
-    pattern: `^${ID_PREFIXES[kind]}[A-Za-z0-9]{25}$`,
-    'x-rule': `an id: ${ID_PREFIXES[kind]} and 25 letters or digits`,
-    description: description ?? `Prefix ${ID_PREFIXES[kind]} and 25 letters or digits.`,
+    pattern: `^${prefix}[A-Za-z0-9]{25}$`,
+    'x-rule': `an id: ${prefix} and 25 letters or digits`,
+    description: description ?? `Prefix ${prefix} and 25 letters or digits.`,
   });
 }
 
-/** `{ id }` path parameters holding an id of `kind`. */
 /** A client-named kind's `symbol` (engine/store/resource-kind.ts clientNamed), in a body or a path. */
 export function ClientSymbol(prefix: string): TString {
   return Type.String({
@@ -161,7 +170,8 @@ export function ClientSymbol(prefix: string): TString {
   });
 }
 
-export function IdParams(kind: IdKind) {
+/** `{ id }` path parameters holding an id of `kind`. */
+export function IdParams(kind: IdKind | IdPrefix) {
   return Type.Object({ id: EntityId(kind) });
 }
 
