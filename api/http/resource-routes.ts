@@ -1,8 +1,7 @@
 import { type TProperties, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
-import { viewEntity } from '../../engine/store/entity-store';
-import { listEntities } from '../../engine/store/list-entities';
+import { listRoute, retrieveRoute } from './entity-routes';
 import {
   createResource,
   deleteResource,
@@ -14,7 +13,7 @@ import {
 } from '../../engine/store/resource-kind';
 import { IdParams, Nullable, WorkspaceParam } from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
-import { listQuerystring, listReply, listRequest, looseBoolean } from '../schemas/entity-lists';
+import { listQuerystring, looseBoolean } from '../schemas/entity-lists';
 
 /** An account-wide kind takes `workspace` as every route does, and ignores it. */
 const IgnoredWorkspace = (plural: string) =>
@@ -132,45 +131,29 @@ export function resourceRoutes(kind: ResourceKind): FastifyPluginAsyncTypebox<{ 
       );
 
     if (routed('list'))
-      app.get(
+      listRoute(app, db, {
+        ...routeDoc('list'),
+        config,
+        errors: errors('list'),
+        kind,
         path,
-        {
-          config,
-          schema: {
-            ...routeDoc('list'),
-            querystring: ListQuery,
-            response: { 200: listReply(plural, View), ...errors('list') },
-          },
-        },
-        async (request) => {
-          const { items, next_page_token } = await listEntities(
-            db,
-            request.actor,
-            kind,
-            listRequest(request.query),
-          );
-          return { [plural]: items, next_page_token };
-        },
-      );
+        plural,
+        item: View,
+        querystring: ListQuery,
+      });
 
     if (routed('retrieve'))
-      app.get(
-        `${path}/:id`,
-        {
-          config,
-          schema: {
-            ...routeDoc('retrieve'),
-            params: IdParam,
-            querystring: Query,
-            response: { 200: Reply, ...errors('retrieve') },
-          },
-        },
-        async (request) => {
-          const { id } = request.params as { id: string };
-          const query = request.query as { workspace?: string };
-          return { [key]: kind.view(await viewEntity(db, request.actor, kind, id, query.workspace)) };
-        },
-      );
+      retrieveRoute(app, db, {
+        ...routeDoc('retrieve'),
+        config,
+        errors: errors('retrieve'),
+        kind,
+        path,
+        key,
+        params: IdParam,
+        querystring: Query,
+        reply: Reply,
+      });
 
     if (routed('update'))
       app.put(

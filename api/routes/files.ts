@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../engine/platform/database';
 import { type EntityRecord, viewEntity } from '../../engine/store/entity-store';
-import { listEntities } from '../../engine/store/list-entities';
+import { listRoute } from '../http/entity-routes';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import {
   CREATE_CONTENT_TYPES,
@@ -37,14 +37,7 @@ import {
   WorkspaceParam,
 } from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
-import {
-  listQuerystring,
-  listReply,
-  listRequest,
-  LooseBoolean,
-  looseBoolean,
-  Nullable,
-} from '../schemas/entity-lists';
+import { listQuerystring, LooseBoolean, looseBoolean, Nullable } from '../schemas/entity-lists';
 
 const fileProperties = {
   id: Type.String(),
@@ -461,27 +454,17 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
     },
   );
 
-  app.get(
-    '/files',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'List files (without data), most recent first',
-        querystring: listQuerystring(true),
-        response: { 200: listReply('files', FileListItem), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { items, next_page_token } = await listEntities(
-        db,
-        request.actor,
-        FILE,
-        listRequest(request.query),
-      );
-      return { files: items, next_page_token };
-    },
-  );
+  listRoute(app, db, {
+    tags,
+    summary: 'List files (without data), most recent first',
+    config,
+    errors: errorResponses(400),
+    kind: FILE,
+    path: '/files',
+    plural: 'files',
+    item: FileListItem,
+    querystring: listQuerystring(true),
+  });
 
   app.get(
     '/files/:id',
