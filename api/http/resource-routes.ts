@@ -67,8 +67,11 @@ export function resourceRoutes(kind: ResourceKind): FastifyPluginAsyncTypebox<{ 
     : Type.Object({ id: kind.symbolSchema ?? Type.String() });
   const Query = Type.Object({ workspace: workspaceBound ? WorkspaceParam : IgnoredWorkspace(plural) });
   const ListQuery = workspaceBound
-    ? listQuerystring(true)
-    : Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace(plural) });
+    ? listQuerystring(true, kind.hasDate)
+    : Type.Object({
+        ...listQuerystring(false, kind.hasDate).properties,
+        workspace: IgnoredWorkspace(plural),
+      });
   const Reply = Type.Object({ [key]: Type.Ref(title) });
   const config = { auditEntity: kind.entityType };
   const tags = [tag];

@@ -463,7 +463,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
     path: '/files',
     plural: 'files',
     item: FileListItem,
-    querystring: listQuerystring(true),
+    querystring: listQuerystring(true, FILE.hasDate),
   });
 
   app.get(

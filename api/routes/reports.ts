@@ -99,7 +99,7 @@ const Widget = StoredObject(
       ),
     ),
     type: Type.Optional(
-      Type.String({ description: 'table, bar, line or text are drawn; others are stored.' }),
+      StorableText({ description: 'table, bar, line or text are drawn; others are stored.' }),
     ),
   },
   {
@@ -215,7 +215,7 @@ const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string 
     path: '/reports',
     plural: 'reports',
     item: Report,
-    querystring: listQuerystring(true),
+    querystring: listQuerystring(true, REPORT.hasDate),
   });
 
   retrieveRoute(app, db, {

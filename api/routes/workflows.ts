@@ -74,7 +74,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
     path: '/workflows',
     plural: 'workflows',
     item: Workflow,
-    querystring: listQuerystring(true),
+    querystring: listQuerystring(true, WORKFLOW.hasDate),
   });
   retrieveRoute(app, db, {
     tags,

@@ -3,8 +3,11 @@ import type { ListRequest } from '../../engine/store/list-query';
 import { NextPageToken, PageSize } from './common';
 import { PeriodBound, StorableText, WorkspaceParam } from '../../engine/store/field-schemas';
 
-/** The list parameters every list takes; `workspace` too for workspace-bound kinds. */
-export function listQuerystring(workspaceBound: boolean) {
+/**
+ * The list parameters every list takes; `workspace` too for workspace-bound kinds, and a period on
+ * `date` only for kinds with a date.
+ */
+export function listQuerystring(workspaceBound: boolean, hasDate: boolean) {
   return Type.Object({
     query: Type.Optional(
       StorableText({
@@ -18,10 +21,16 @@ export function listQuerystring(workspaceBound: boolean) {
     start: Type.Optional(PeriodBound),
     end: Type.Optional(PeriodBound),
     date_time: Type.Optional(PeriodBound),
+    // A kind without a date is offered updated_on only (the engine words the refusal the same).
     period_field: Type.Optional(
-      Type.Union([Type.Literal('date'), Type.Literal('updated_on'), Type.Literal('')], {
-        description: '`date` (default where entities have one) or `updated_on`.',
-      }),
+      hasDate
+        ? Type.Union([Type.Literal('date'), Type.Literal('updated_on'), Type.Literal('')], {
+            description: '`date` (the default) or `updated_on`.',
+          })
+        : Type.Union([Type.Literal('updated_on'), Type.Literal('')], {
+            'x-message': 'These entities have no date: use period_field=updated_on.',
+            description: '`updated_on` (the default: these entities have no date).',
+          }),
     ),
     ...(workspaceBound ? { workspace: WorkspaceParam } : {}),
   });

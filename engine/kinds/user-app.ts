@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { resourceKind } from '../store/resource-kind';
-import { Name, StoredObject } from '../store/field-schemas';
+import { Name, StorableText, StoredObject } from '../store/field-schemas';
 
 export const ENV_VARS_MAX = 100;
 export const ENV_VAR_VALUE_MAX = 32 * 1024;
@@ -38,13 +38,13 @@ export const USER_APP = resourceKind({
       schema: Type.Optional(
         Type.Union(
           [
-            // propertyNames, not patternProperties: OpenAPI 3.0 has no patternProperties, and the
-            // document would lose the names' rule. Error messages name the variable, never its value.
+            // propertyNames, not patternProperties: every key must be a variable name, where
+            // patternProperties would let other keys through. Messages never show a value.
             Type.Object(
               {},
               {
                 propertyNames: { pattern: ENV_VAR_NAME },
-                additionalProperties: Type.String({ maxLength: ENV_VAR_VALUE_MAX }),
+                additionalProperties: StorableText({ maxLength: ENV_VAR_VALUE_MAX }),
                 maxProperties: ENV_VARS_MAX,
               },
             ),
