@@ -7,6 +7,12 @@ import { StorableJson } from '../../engine/store/field-schemas';
 
 export const DOCS_PREFIX = '/v2/docs';
 
+/**
+ * A route schema's key for the body as the document states it, where the route validates the body
+ * itself to word each refusal (the webhook): the document shows this schema in place of `body`.
+ */
+export const DOCUMENT_BODY = 'x-document-body';
+
 /** The OpenAPI document is generated from the route schemas, so it cannot drift from the code. */
 export default fp(
   async function openapi(app: FastifyInstance, options: { version: string }) {
@@ -45,12 +51,16 @@ export default fp(
         },
         security: [{ apiKeyBearer: [] }, { apiKeyBasic: [] }, { oauth2: [] }],
       },
-      transform: ({ schema, url }) => ({
-        // The pages outside /v2 (a file's raw bytes, a report page) are addresses handed out in objects,
-        // not operations of the API, whose server URL ends with the version segment.
-        schema: (url.startsWith('/v2/') ? schema : { ...schema, hide: true }) as never,
-        url: url.startsWith('/v2/') ? url.slice(3) : url,
-      }),
+      transform: ({ schema, url }) => {
+        const documentBody = (schema as Record<string, unknown> | undefined)?.[DOCUMENT_BODY];
+        const shown = documentBody === undefined ? schema : { ...schema, body: documentBody };
+        return {
+          // The pages outside /v2 (a file's raw bytes, a report page) are addresses handed out in
+          // objects, not operations of the API, whose server URL ends with the version segment.
+          schema: (url.startsWith('/v2/') ? shown : { ...shown, hide: true }) as never,
+          url: url.startsWith('/v2/') ? url.slice(3) : url,
+        };
+      },
     });
     await app.register(swaggerUi, { routePrefix: DOCS_PREFIX });
     app.get('/v2/openapi.json', { config: { auth: 'optional' }, schema: { hide: true } }, async () =>

@@ -6,6 +6,19 @@ import { InvalidInput } from '../../engine/platform/errors';
 import { receiveWebhook } from '../../engine/workflows/webhook-receiver';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import { errorResponses } from '../schemas/common';
+import { StoredObject } from '../../engine/store/field-schemas';
+import { DOCUMENT_BODY } from '../http/openapi';
+
+/** What a webhook accepts, as the document states it: any JSON object with at least one key. */
+const WebhookBody = StoredObject(
+  {},
+  {
+    minProperties: 1,
+    description:
+      'REQUIRED. A JSON object with at least one key (no fixed schema); lists, empty objects, scalars ' +
+      'and non-JSON bodies are refused with 400.',
+  },
+);
 
 /**
  * The webhook lives in a plugin of its own: its body parsers keep the JSON text exactly as sent
@@ -57,11 +70,10 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
             Type.String({ description: 'Auth token of an API key, for senders that cannot set a header.' }),
           ),
         }),
-        body: Type.Unknown({
-          description:
-            'REQUIRED. A JSON object with at least one key (no fixed schema); lists, empty objects, scalars ' +
-            'and non-JSON bodies are refused with 400.',
-        }),
+        // Validated by the receiver, which words each refused body (a list, null, an empty object…);
+        // the document states the same rule as a schema (api/http/openapi.ts, x-document-body).
+        body: Type.Unknown(),
+        ...{ [DOCUMENT_BODY]: WebhookBody },
         response: {
           200: Type.Object({ integration_id: Type.String(), message: Type.String() }),
           ...errorResponses(400, 404, 413),

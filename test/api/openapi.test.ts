@@ -110,6 +110,22 @@ describe('OpenAPI document', () => {
     }
   });
 
+  test('the webhook body is stated as the receiver checks it: an object with at least one key', async () => {
+    const doc = await document();
+    expect(body(doc, 'post', '/integrations/{id}/webhook')).toMatchObject({
+      type: 'object',
+      minProperties: 1,
+    });
+    // The receiver still words each refusal itself.
+    const made = await h.call('POST', '/v2/integrations', { name: 'Hook', type: 'WEBHOOK' });
+    const id = (made.json() as { integration: { id: string } }).integration.id;
+    const res = await h.call('POST', `/v2/integrations/${id}/webhook`, []);
+    expect(res.json()).toEqual({
+      code: 400,
+      message: 'The webhook body must be a JSON object with at least one key, not a list.',
+    });
+  });
+
   test('a period on date is offered only to kinds with a date', async () => {
     const doc = await document();
     const periodField = (path: string) =>
