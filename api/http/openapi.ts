@@ -64,7 +64,9 @@ export default fp(
     });
     await app.register(swaggerUi, { routePrefix: DOCS_PREFIX });
     app.get('/v2/openapi.json', { config: { auth: 'optional' }, schema: { hide: true } }, async () =>
-      optionalBodies(noProtoKeys(openApi31Tuples(structuredClone(app.swagger()) as OpenApiDocument))),
+      optionalBodies(
+        documentRequired(noProtoKeys(openApi31Tuples(structuredClone(app.swagger()) as OpenApiDocument))),
+      ),
     );
   },
   { name: 'openapi' },
@@ -83,6 +85,25 @@ type OpenApiDocument = {
   >;
   components?: { schemas?: Record<string, unknown> };
 };
+
+/**
+ * A form the route reads itself (a multipart upload's part, streamed) is all optional to request
+ * validation, which sees no body; the fields every part needs are required in the document.
+ */
+function documentRequired(document: OpenApiDocument): OpenApiDocument {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const media of Object.values(operation.requestBody?.content ?? {})) {
+        const schema = media.schema as Record<string, unknown> | undefined;
+        if (schema && Array.isArray(schema['x-document-required'])) {
+          schema.required = schema['x-document-required'];
+          delete schema['x-document-required'];
+        }
+      }
+    }
+  }
+  return document;
+}
 
 /** No object key named `__proto__`, in a schema's own words. */
 const NOT_PROTO = { not: { const: '__proto__' } };

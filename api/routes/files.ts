@@ -119,7 +119,8 @@ type FileJsonBody = Static<typeof FileCreateBody>;
 /**
  * The form of one part of a multipart upload, for the OpenAPI document. The engine reads the fields
  * as they stream in (the chunk is never buffered) and checks them with messages naming the field;
- * request validation sees an empty body here, so every property is optional to it.
+ * request validation sees an empty body here, so every property is optional to it, and the fields
+ * every part needs are required in the document only (`x-document-required`, api/http/openapi.ts).
  */
 const UploadForm = Type.Object(
   {
@@ -168,7 +169,7 @@ const UploadForm = Type.Object(
       }),
     ),
   },
-  { title: 'FileUploadPart' },
+  { title: 'FileUploadPart', 'x-document-required': ['upload_id', 'part_number', 'total_parts', 'chunk'] },
 );
 
 const StagedReply = Type.Object(

@@ -14,8 +14,9 @@ export const AJV_OPTIONS = {
   allErrors: false,
   // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
   verbose: true,
-  // `x-rule` and `x-message` word a rule for error messages (and are valid OpenAPI extensions).
-  keywords: ['x-rule', 'x-message', 'x-pattern-rule', 'x-pattern-message'],
+  // `x-rule` and `x-message` word a rule for error messages (and are valid OpenAPI extensions);
+  // `x-document-required` names fields the document requires where the route reads them itself.
+  keywords: ['x-rule', 'x-message', 'x-pattern-rule', 'x-pattern-message', 'x-document-required'],
   // StorableJson (any JSON value) lists every type, so that its pattern and object keywords apply.
   allowUnionTypes: true,
 };

@@ -126,6 +126,13 @@ describe('OpenAPI document', () => {
     });
   });
 
+  test('a multipart part requires the fields every part needs, in the document', async () => {
+    const doc = await document();
+    const form = doc.paths['/files']!.post.requestBody.content['multipart/form-data'].schema;
+    expect(form.required).toEqual(['upload_id', 'part_number', 'total_parts', 'chunk']);
+    expect(form).not.toHaveProperty('x-document-required');
+  });
+
   test('a period on date is offered only to kinds with a date', async () => {
     const doc = await document();
     const periodField = (path: string) =>
