@@ -3,8 +3,10 @@ import compress from '@fastify/compress';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { type Config, LOAD_SHEDDING_DEFAULTS } from '../engine/platform/config';
+import { AJV_OPTIONS } from '../engine/platform/schema-validator';
 import type { Database } from '../engine/platform/database';
 import { RESOURCE_KINDS, type ResourceKindName } from '../engine/kinds';
+import type { ResourceKind } from '../engine/store/resource-kind';
 import type { TemporalHealth } from '../engine/platform/dependency-health';
 import { randomAlphanumeric } from '../engine/platform/ids';
 import type { SimulationEngine } from '../engine/calculations/simulation-engine';
@@ -21,40 +23,29 @@ import requestTiming from './http/request-timing';
 import auditLogRoutes from './routes/audit-logs';
 import analyticsRoutes from './routes/analytics';
 import calculationRoutes from './routes/calculations';
-import customIndexRoutes from './routes/custom-indexes';
-import datastoreRoutes from './routes/datastores';
-import privateSecurityRoutes from './routes/private-securities';
-import reportTemplateRoutes from './routes/report-templates';
 import reportRoutes from './routes/reports';
-import userAppRoutes from './routes/user-apps';
-import workerTemplateRoutes from './routes/worker-templates';
 import fileContentRoutes from './routes/file-content';
 import fileRoutes from './routes/files';
 import healthCheckRoutes from './routes/health-check';
-import integrationRoutes from './routes/integrations';
+import integrationWebhookRoutes from './routes/integrations';
+import { resourceRoutes } from './http/resource-routes';
 import marketDataRoutes from './routes/market-data';
 import sdkFunctionRoutes from './routes/sdk-function';
 import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
-import portfolioRoutes from './routes/portfolios';
 import workflowRoutes from './routes/workflows';
 import workspaceRoutes from './routes/workspaces';
 
 export const API_VERSION = '2.0.0';
 
-/** The routes of each declared kind (engine/kinds): a kind added there without routes does not compile. */
-const KIND_ROUTES: Record<
-  ResourceKindName,
-  FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }>
+/**
+ * Routes beyond CRUD of a declared kind, registered right after its CRUD routes (which follow from
+ * the declaration alone, engine/kinds/).
+ */
+const KIND_EXTRA_ROUTES: Partial<
+  Record<ResourceKindName, FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }>>
 > = {
-  portfolio: portfolioRoutes,
-  datastore: datastoreRoutes,
-  reportTemplate: reportTemplateRoutes,
-  customIndex: customIndexRoutes,
-  privateSecurity: privateSecurityRoutes,
-  workerTemplate: workerTemplateRoutes,
-  userApp: userAppRoutes,
-  integration: integrationRoutes,
+  integration: integrationWebhookRoutes,
 };
 
 export interface AppDependencies {
@@ -70,18 +61,6 @@ export interface AppDependencies {
   /** Asks Temporal about itself and the task queue's pollers, for the health check; none in most tests. */
   temporalHealth?: () => Promise<TemporalHealth>;
 }
-
-const AJV_OPTIONS = {
-  useDefaults: true,
-  removeAdditional: false,
-  allErrors: false,
-  // Errors carry their schema, so a message can name the rule in words (validation-message.ts).
-  verbose: true,
-  // `x-rule` and `x-message` word a rule for error messages (and are valid OpenAPI extensions).
-  keywords: ['x-rule', 'x-message', 'x-pattern-rule', 'x-pattern-message'],
-  // StorableJson (any JSON value) lists every type, so that its pattern and object keywords apply.
-  allowUnionTypes: true,
-};
 
 /**
  * Query strings, paths and headers are text, so their values are coerced to the declared types ("10"
@@ -176,8 +155,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       });
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
-      for (const name of Object.keys(RESOURCE_KINDS) as ResourceKindName[]) {
-        await v2.register(KIND_ROUTES[name], { db: deps.db, workflows: deps.workflows });
+      for (const [name, kind] of Object.entries(RESOURCE_KINDS) as Array<[ResourceKindName, ResourceKind]>) {
+        await v2.register(resourceRoutes(kind), { db: deps.db });
+        const extra = KIND_EXTRA_ROUTES[name];
+        if (extra) await v2.register(extra, { db: deps.db, workflows: deps.workflows });
       }
       await v2.register(reportRoutes, { db: deps.db, publicUrl: deps.config.publicUrl });
       await v2.register(auditLogRoutes, { db: deps.db });

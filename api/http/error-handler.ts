@@ -5,7 +5,7 @@ import type { Database } from '../../engine/platform/database';
 import { isDatabaseUnavailable } from '../../engine/platform/database-faults';
 import { DomainError, ServiceUnavailable } from '../../engine/platform/errors';
 import { isStorableText } from '../../engine/store/storable-text';
-import { type ValidationIssue, validationMessage } from './validation-message';
+import { type ValidationIssue, validationMessage } from '../../engine/platform/validation-message';
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',

@@ -1,101 +1,48 @@
-import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { type TProperties, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
-import { viewEntity } from '../../engine/store/entity-store';
-import { listEntities } from '../../engine/store/list-entities';
+import { listRoute, retrieveRoute } from './entity-routes';
 import {
   createResource,
   deleteResource,
+  ignoredWorkspaceText,
+  type Operation,
+  type OperationDoc,
   type ResourceKind,
   updateResource,
 } from '../../engine/store/resource-kind';
+import { IdParams, Nullable, WorkspaceParam } from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
+import { listQuerystring, looseBoolean } from '../schemas/entity-lists';
 import { registerFilterRoute } from './entity-filter';
-import { listQuerystring, listReply, listRequest, looseBoolean, Nullable } from '../schemas/entity-lists';
-import {
-  Description,
-  IdParams,
-  LooseBoolean,
-  Name,
-  NullableDate,
-  Tags,
-  WorkspaceParam,
-} from '../schemas/fields';
-
-/**
- * The HTTP face of a stored resource kind: from its engine declaration (ResourceKind) and the
- * schemas of its own fields, the five CRUD routes with their request and response schemas, so the
- * validation, the OpenAPI document and the TypeScript types come from one place. A kind's route
- * file holds only what differs: its fields' schemas, and any route beyond CRUD.
- */
-export interface ResourceRoutes {
-  kind: ResourceKind;
-  /** `/datastores`. */
-  path: string;
-  /** The reply's key for one object (`datastore`) and for a list (`datastores`). */
-  key: string;
-  plural: string;
-  /** The OpenAPI tag (`Datastores`) and the response schema's title (`Datastore`). */
-  tag: string;
-  title: string;
-  /** The response schema of the kind's own fields (the body's, as stored and shown). */
-  properties: TProperties;
-  /** The request schema of the kind's own fields; required ones are required on create. */
-  fields: TProperties;
-  /** `with_data`: false leaves `data` out of the create reply (it can be large). */
-  createOmits?: { flag: string; field: string };
-  /** Routes marked as an extension of the interface say why here. */
-  extension?: string;
-  /** Schemas the properties refer to (`Type.Ref`). */
-  schemas?: TSchema[];
-  /** Client-named kinds: the schema of the `symbol` a create names and the path carries. */
-  symbol?: TSchema;
-  /** Rules of the create body across fields (an `anyOf` with its `x-message`). */
-  createOptions?: Record<string, unknown>;
-  /** The update body's own forms of some fields (a name that may be null, meaning: keep it). */
-  updateFields?: TProperties;
-  /** Fields an update must carry too. */
-  updateRequired?: string[];
-  /** Fields accepted and ignored (sent by clients, meaningless for this kind). */
-  ignored?: TProperties;
-  /**
-   * Per CRUD route: `false` leaves the route out (a kind that is never updated); otherwise the
-   * route's own summary and description in place of the generic ones, and the statuses it may
-   * answer beyond the generic ones (403 for a read-only record, 409 for a referenced one).
-   */
-  operations?: Partial<Record<Operation, false | OperationDoc>>;
-  /** `POST <path>/filter`: the list with its parameters in a JSON body (the PyPI clients' `filter()`). */
-  filter?: boolean;
-}
-
-export type Operation = 'create' | 'list' | 'retrieve' | 'update' | 'delete';
-export interface OperationDoc {
-  summary?: string;
-  description?: string;
-  errors?: number[];
-}
 
 /** An account-wide kind takes `workspace` as every route does, and ignores it. */
-const ignoredWorkspaceText = (plural: string) =>
-  `Accepted and ignored: ${plural.replace(/_/g, ' ')} belong to the account, alike from every workspace.`;
 const IgnoredWorkspace = (plural: string) =>
   Type.Optional(Type.String({ description: ignoredWorkspaceText(plural) }));
-/** In a body, whatever it holds. */
-const IgnoredBodyWorkspace = (plural: string) =>
-  Type.Optional(Type.Unknown({ description: ignoredWorkspaceText(plural) }));
 
-export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<{ db: Database }> {
-  const { kind, path, key, plural, tag, title } = spec;
+/**
+ * The HTTP face of a stored resource kind: from its declaration (engine/kinds/), the five CRUD
+ * routes with their request schemas (the kind's own, which the engine validates other callers with)
+ * and response schemas, so the validation, the OpenAPI document and the TypeScript types come from
+ * one place. A kind needs no route file unless it has a route beyond CRUD.
+ */
+export function resourceRoutes(kind: ResourceKind): FastifyPluginAsyncTypebox<{ db: Database }> {
+  const { path, key, plural, tag, title } = kind.names;
+  const spec = kind.http ?? {};
   const workspaceBound = kind.scope === 'workspace';
+  const ownProperties: TProperties = Object.fromEntries(
+    Object.entries(kind.fields).map(([name, field]) => [name, field.view]),
+  );
   const properties: TProperties = {
     [kind.idField]: kind.symbolPattern
       ? Type.String({ description: `The identifier. Matches ${kind.symbolPattern.source}.` })
-      : Type.String(),
+      : Type.String({ description: `Prefix ${kind.idPrefix}.` }),
     name: Type.String(),
     description: Nullable(Type.String()),
     tags: Type.Array(Type.String()),
     ...(kind.hasDate ? { date: Nullable(Type.String({ description: 'YYYYMMDD, or null: today.' })) } : {}),
-    ...spec.properties,
+    ...ownProperties,
+    ...spec.extraViewSchema,
     ...(workspaceBound ? { workspace: Type.String() } : {}),
     created: Timestamp,
     updated: Timestamp,
@@ -114,41 +61,18 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
       )
     : View;
 
-  const bodyFields: TProperties = {
-    name: Name,
-    description: Type.Optional(Type.Union([Description, Type.Null()])),
-    tags: Type.Optional(Tags),
-    ...(kind.hasDate ? { date: Type.Optional(NullableDate) } : {}),
-    ...spec.fields,
-    ...(omitted ? { [omitted.flag]: Type.Optional(LooseBoolean) } : {}),
-    ...spec.ignored,
-    workspace: workspaceBound ? WorkspaceParam : IgnoredBodyWorkspace(plural),
-  };
-  const Create = Type.Object(
-    { ...(spec.symbol ? { symbol: spec.symbol } : {}), ...bodyFields },
-    spec.createOptions ?? {},
-  );
-  Create.description = `${(Create.required ?? []).join(' and ')} required.`;
-  const updateRequired = spec.updateRequired ?? [];
-  const Update = Type.Object(
-    Object.fromEntries(
-      Object.entries({ ...bodyFields, ...spec.updateFields }).map(([name, schema]) => [
-        name,
-        updateRequired.includes(name) ? schema : Type.Optional(schema),
-      ]),
-    ),
-    {
-      description:
-        (updateRequired.length > 0
-          ? `${updateRequired.join(' and ')} required; other fields left out keep their values.`
-          : 'Every field optional.') + (spec.symbol ? ' The symbol comes from the path.' : ''),
-    },
-  );
-  const IdParam = kind.idPrefix ? IdParams(kind.idPrefix) : Type.Object({ id: spec.symbol ?? Type.String() });
+  const { create: Create, update: Update } = kind.request;
+  const updateRequired = kind.updateRequires ?? [];
+  const IdParam = kind.idPrefix
+    ? IdParams(kind.idPrefix)
+    : Type.Object({ id: kind.symbolSchema ?? Type.String() });
   const Query = Type.Object({ workspace: workspaceBound ? WorkspaceParam : IgnoredWorkspace(plural) });
   const ListQuery = workspaceBound
-    ? listQuerystring(true)
-    : Type.Object({ ...listQuerystring(false).properties, workspace: IgnoredWorkspace(plural) });
+    ? listQuerystring(true, kind.hasDate)
+    : Type.Object({
+        ...listQuerystring(false, kind.hasDate).properties,
+        workspace: IgnoredWorkspace(plural),
+      });
   const Reply = Type.Object({ [key]: Type.Ref(title) });
   const config = { auditEntity: kind.entityType };
   const tags = [tag];
@@ -158,7 +82,7 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
   const optionalNote = updateRequired.length > 0 ? '' : ' (every field optional)';
   const generic: Record<Operation, Required<Pick<OperationDoc, 'summary' | 'errors'>>> = {
     // A client-named kind's create meets the names already taken.
-    create: { summary: `Create a ${noun}${suffix}`, errors: spec.symbol ? [409] : [] },
+    create: { summary: `Create a ${noun}${suffix}`, errors: kind.symbolSchema ? [409] : [] },
     list: { summary: `List ${plural.replace(/_/g, ' ')}${omitNote}, most recent first${suffix}`, errors: [] },
     retrieve: { summary: `Retrieve a ${noun}${suffix}`, errors: [404] },
     update: { summary: `Update a ${noun}${optionalNote}${suffix}`, errors: [404] },
@@ -213,45 +137,29 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
       );
 
     if (routed('list'))
-      app.get(
+      listRoute(app, db, {
+        ...routeDoc('list'),
+        config,
+        errors: errors('list'),
+        kind,
         path,
-        {
-          config,
-          schema: {
-            ...routeDoc('list'),
-            querystring: ListQuery,
-            response: { 200: listReply(plural, View), ...errors('list') },
-          },
-        },
-        async (request) => {
-          const { items, next_page_token } = await listEntities(
-            db,
-            request.actor,
-            kind,
-            listRequest(request.query),
-          );
-          return { [plural]: items, next_page_token };
-        },
-      );
+        plural,
+        item: View,
+        querystring: ListQuery,
+      });
 
     if (routed('retrieve'))
-      app.get(
-        `${path}/:id`,
-        {
-          config,
-          schema: {
-            ...routeDoc('retrieve'),
-            params: IdParam,
-            querystring: Query,
-            response: { 200: Reply, ...errors('retrieve') },
-          },
-        },
-        async (request) => {
-          const { id } = request.params as { id: string };
-          const query = request.query as { workspace?: string };
-          return { [key]: kind.view(await viewEntity(db, request.actor, kind, id, query.workspace)) };
-        },
-      );
+      retrieveRoute(app, db, {
+        ...routeDoc('retrieve'),
+        config,
+        errors: errors('retrieve'),
+        kind,
+        path,
+        key,
+        params: IdParam,
+        querystring: Query,
+        reply: Reply,
+      });
 
     if (routed('update'))
       app.put(

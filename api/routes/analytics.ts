@@ -17,7 +17,7 @@ import {
   UnderlyingStressSensitivityBody,
 } from '../schemas/analytics';
 import { errorResponses } from '../schemas/common';
-import { WorkspaceParam } from '../schemas/fields';
+import { WorkspaceParam } from '../../engine/store/field-schemas';
 import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });

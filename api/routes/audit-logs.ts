@@ -5,7 +5,7 @@ import { AUDIT_SOURCES } from '../../engine/platform/principal';
 import { getAuditLog, listAuditLogs } from '../../engine/store/audit-log-queries';
 import type { Database } from '../../engine/platform/database';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
-import { DATE_PATTERN, PeriodBound } from '../schemas/fields';
+import { DATE_PATTERN, PeriodBound } from '../../engine/store/field-schemas';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 

@@ -9,7 +9,7 @@ import type { SimulationBackend } from '../../calc';
 import type { Database } from '../../engine/platform/database';
 import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
 import { errorResponses } from '../schemas/common';
-import { WorkspaceParam } from '../schemas/fields';
+import { WorkspaceParam } from '../../engine/store/field-schemas';
 import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';
 
 const WorkspaceQuery = Type.Object({ workspace: WorkspaceParam });

@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../engine/platform/database';
 import { type EntityRecord, viewEntity } from '../../engine/store/entity-store';
-import { listEntities } from '../../engine/store/list-entities';
+import { listRoute } from '../http/entity-routes';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import {
   CREATE_CONTENT_TYPES,
@@ -28,16 +28,16 @@ import {
   receivePart,
   type UploadTarget,
 } from '../../engine/files/file-uploads';
-import { DateYmd, IdParams, Name, StorableText, Tags, WorkspaceParam } from '../schemas/fields';
-import { errorResponses, Timestamp } from '../schemas/common';
 import {
-  listQuerystring,
-  listReply,
-  listRequest,
-  LooseBoolean,
-  looseBoolean,
-  Nullable,
-} from '../schemas/entity-lists';
+  DateYmd,
+  IdParams,
+  Name,
+  StorableText,
+  Tags,
+  WorkspaceParam,
+} from '../../engine/store/field-schemas';
+import { errorResponses, Timestamp } from '../schemas/common';
+import { listQuerystring, LooseBoolean, looseBoolean, Nullable } from '../schemas/entity-lists';
 
 const fileProperties = {
   id: Type.String(),
@@ -119,7 +119,8 @@ type FileJsonBody = Static<typeof FileCreateBody>;
 /**
  * The form of one part of a multipart upload, for the OpenAPI document. The engine reads the fields
  * as they stream in (the chunk is never buffered) and checks them with messages naming the field;
- * request validation sees an empty body here, so every property is optional to it.
+ * request validation sees an empty body here, so every property is optional to it, and the fields
+ * every part needs are required in the document only (`x-document-required`, api/http/openapi.ts).
  */
 const UploadForm = Type.Object(
   {
@@ -168,7 +169,7 @@ const UploadForm = Type.Object(
       }),
     ),
   },
-  { title: 'FileUploadPart' },
+  { title: 'FileUploadPart', 'x-document-required': ['upload_id', 'part_number', 'total_parts', 'chunk'] },
 );
 
 const StagedReply = Type.Object(
@@ -454,27 +455,17 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
     },
   );
 
-  app.get(
-    '/files',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'List files (without data), most recent first',
-        querystring: listQuerystring(true),
-        response: { 200: listReply('files', FileListItem), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { items, next_page_token } = await listEntities(
-        db,
-        request.actor,
-        FILE,
-        listRequest(request.query),
-      );
-      return { files: items, next_page_token };
-    },
-  );
+  listRoute(app, db, {
+    tags,
+    summary: 'List files (without data), most recent first',
+    config,
+    errors: errorResponses(400),
+    kind: FILE,
+    path: '/files',
+    plural: 'files',
+    item: FileListItem,
+    querystring: listQuerystring(true, FILE.hasDate),
+  });
 
   app.get(
     '/files/:id',

@@ -3,70 +3,28 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../engine/platform/database';
 import { InvalidInput } from '../../engine/platform/errors';
-import { INTEGRATION } from '../../engine/kinds/integration';
 import { receiveWebhook } from '../../engine/workflows/webhook-receiver';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
-import { resourceRoutes } from '../http/resource-routes';
 import { errorResponses } from '../schemas/common';
-import { Nullable } from '../schemas/entity-lists';
+import { StoredObject } from '../../engine/store/field-schemas';
+import { DOCUMENT_BODY } from '../http/openapi';
 
-const EXTENSION =
-  'Extension: the interface has no way to manage integrations. Integrations are account-scoped: ' +
-  'seen from every workspace, and a workflow of any workspace may be triggered by one; `workspace` is ignored.';
-
-/** Integrations (an extension): created, read and deleted, never updated; and their webhook. */
-const integrationCrud = resourceRoutes({
-  kind: INTEGRATION,
-  path: '/integrations',
-  key: 'integration',
-  plural: 'integrations',
-  tag: 'Integrations',
-  title: 'Integration',
-  extension: EXTENSION,
-  properties: {
-    id: Type.String({ description: 'intg_ plus 25 letters or digits.' }),
-    type: Type.String({ description: 'WEBHOOK (the only type for now).' }),
-    webhook_path: Nullable(
-      Type.String({
-        description:
-          'Where the webhook receives payloads, relative to the server: POST it with an Authorization ' +
-          'header, or append ?key=<AUTH_TOKEN> (that URL is then a secret).',
-      }),
-    ),
+/** What a webhook accepts, as the document states it: any JSON object with at least one key. */
+const WebhookBody = StoredObject(
+  {},
+  {
+    minProperties: 1,
+    description:
+      'REQUIRED. A JSON object with at least one key (no fixed schema); lists, empty objects, scalars ' +
+      'and non-JSON bodies are refused with 400.',
   },
-  fields: {
-    type: Type.Union([Type.Literal('WEBHOOK')], {
-      'x-rule': 'one of WEBHOOK',
-      description: 'WEBHOOK (the only type for now).',
-    }),
-  },
-  operations: {
-    create: { summary: 'Create an integration (extension)' },
-    list: { summary: 'List integrations, most recent first (extension)' },
-    retrieve: { summary: 'Retrieve an integration (extension)' },
-    update: false,
-    delete: {
-      summary: 'Delete an integration and its stored payloads (extension)',
-      description:
-        EXTENSION +
-        ' Refused with 409 while a workflow (enabled or not) has a FILE_RECEIVED trigger naming it.',
-      errors: [409],
-    },
-  },
-});
-
-const integrationRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }> = async (
-  app,
-  { db, workflows },
-) => {
-  await integrationCrud(app, { db });
-  await app.register(webhookRoute, { db, workflows });
-};
+);
 
 /**
  * The webhook lives in a plugin of its own: its body parsers keep the JSON text exactly as sent
  * (it is stored verbatim) and answer 400, not 415, to any other content type, as the interface asks.
  */
+/** The integrations' route beyond CRUD (their CRUD routes follow from the kind's declaration). */
 const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }> = async (
   app,
   { db, workflows },
@@ -112,11 +70,10 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
             Type.String({ description: 'Auth token of an API key, for senders that cannot set a header.' }),
           ),
         }),
-        body: Type.Unknown({
-          description:
-            'REQUIRED. A JSON object with at least one key (no fixed schema); lists, empty objects, scalars ' +
-            'and non-JSON bodies are refused with 400.',
-        }),
+        // Validated by the receiver, which words each refused body (a list, null, an empty object…);
+        // the document states the same rule as a schema (api/http/openapi.ts, x-document-body).
+        body: Type.Unknown(),
+        ...{ [DOCUMENT_BODY]: WebhookBody },
         response: {
           200: Type.Object({ integration_id: Type.String(), message: Type.String() }),
           ...errorResponses(400, 404, 413),
@@ -139,4 +96,4 @@ const webhookRoute: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workflo
   );
 };
 
-export default integrationRoutes;
+export default webhookRoute;

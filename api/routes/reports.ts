@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
-import { viewEntity } from '../../engine/store/entity-store';
-import { listEntities } from '../../engine/store/list-entities';
+import { listRoute, retrieveRoute } from '../http/entity-routes';
 import {
   createReport,
   deleteReport,
@@ -23,9 +22,9 @@ import {
   StoredObject,
   Tags,
   WorkspaceParam,
-} from '../schemas/fields';
+} from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
-import { listQuerystring, listReply, listRequest, Nullable } from '../schemas/entity-lists';
+import { listQuerystring, Nullable } from '../schemas/entity-lists';
 
 const ReportWidget = Type.Object(
   {
@@ -100,7 +99,7 @@ const Widget = StoredObject(
       ),
     ),
     type: Type.Optional(
-      Type.String({ description: 'table, bar, line or text are drawn; others are stored.' }),
+      StorableText({ description: 'table, bar, line or text are drawn; others are stored.' }),
     ),
   },
   {
@@ -207,46 +206,30 @@ const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string 
     },
   );
 
-  app.get(
-    '/reports',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'List reports (without widgets), most recent first',
-        querystring: listQuerystring(true),
-        response: { 200: listReply('reports', Report), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { items, next_page_token } = await listEntities(
-        db,
-        request.actor,
-        REPORT,
-        listRequest(request.query),
-      );
-      return { reports: items, next_page_token };
-    },
-  );
+  listRoute(app, db, {
+    tags,
+    summary: 'List reports (without widgets), most recent first',
+    config,
+    errors: errorResponses(400),
+    kind: REPORT,
+    path: '/reports',
+    plural: 'reports',
+    item: Report,
+    querystring: listQuerystring(true, REPORT.hasDate),
+  });
 
-  app.get(
-    '/reports/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Retrieve a report, with its widgets',
-        params: IdParam,
-        querystring: WorkspaceQuery,
-        response: { 200: ReportReply, ...errorResponses(400, 404) },
-      },
-    },
-    async (request) => ({
-      report: REPORT.view(
-        await viewEntity(db, request.actor, REPORT, request.params.id, request.query.workspace),
-      ),
-    }),
-  );
+  retrieveRoute(app, db, {
+    tags,
+    summary: 'Retrieve a report, with its widgets',
+    config,
+    errors: errorResponses(400, 404),
+    kind: REPORT,
+    path: '/reports',
+    key: 'report',
+    params: IdParam,
+    querystring: WorkspaceQuery,
+    reply: ReportReply,
+  });
 
   app.put(
     '/reports/:id',

@@ -18,7 +18,7 @@ import {
 import { startRunEndWaiter } from '../../engine/workflows/run-end-waiter';
 import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import { runWorkflow } from '../../engine/workflows/run-workflow';
-import { EntityId, PeriodBound, WorkspaceParam } from '../schemas/fields';
+import { EntityId, PeriodBound, WorkspaceParam } from '../../engine/store/field-schemas';
 import { errorResponses } from '../schemas/common';
 import { LooseBoolean, looseBoolean, Nullable } from '../schemas/entity-lists';
 import { IdParam, WorkspaceQuery } from '../schemas/workflow';

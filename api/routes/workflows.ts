@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
-import { viewEntity } from '../../engine/store/entity-store';
-import { listEntities } from '../../engine/store/list-entities';
+import { listRoute, retrieveRoute } from '../http/entity-routes';
 import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
   createWorkflowWithSchedule,
@@ -11,7 +10,7 @@ import {
 } from '../../engine/workflows/workflow-schedules';
 import { WORKFLOW, workflowView } from '../../engine/workflows/workflow-store';
 import { errorResponses } from '../schemas/common';
-import { listQuerystring, listReply, listRequest } from '../schemas/entity-lists';
+import { listQuerystring } from '../schemas/entity-lists';
 import {
   WorkerNode,
   WorkerNodeInput,
@@ -66,45 +65,30 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
     },
   );
 
-  app.get(
-    '/workflows',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'List workflows (without workers), most recent first',
-        querystring: listQuerystring(true),
-        response: { 200: listReply('workflows', Workflow), ...errorResponses(400) },
-      },
-    },
-    async (request) => {
-      const { items, next_page_token } = await listEntities(
-        db,
-        request.actor,
-        WORKFLOW,
-        listRequest(request.query),
-      );
-      return { workflows: items, next_page_token };
-    },
-  );
-  app.get(
-    '/workflows/:id',
-    {
-      config,
-      schema: {
-        tags,
-        summary: 'Retrieve a workflow with its workers',
-        params: IdParam,
-        querystring: WorkspaceQuery,
-        response: { 200: WorkflowReply, ...errorResponses(400, 404) },
-      },
-    },
-    async (request) => ({
-      workflow: workflowView(
-        await viewEntity(db, request.actor, WORKFLOW, request.params.id, request.query.workspace),
-      ),
-    }),
-  );
+  listRoute(app, db, {
+    tags,
+    summary: 'List workflows (without workers), most recent first',
+    config,
+    errors: errorResponses(400),
+    kind: WORKFLOW,
+    path: '/workflows',
+    plural: 'workflows',
+    item: Workflow,
+    querystring: listQuerystring(true, WORKFLOW.hasDate),
+  });
+  retrieveRoute(app, db, {
+    tags,
+    summary: 'Retrieve a workflow with its workers',
+    config,
+    errors: errorResponses(400, 404),
+    kind: WORKFLOW,
+    path: '/workflows',
+    key: 'workflow',
+    params: IdParam,
+    querystring: WorkspaceQuery,
+    reply: WorkflowReply,
+    view: workflowView,
+  });
 
   app.put(
     '/workflows/:id',

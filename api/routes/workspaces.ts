@@ -9,7 +9,7 @@ import {
   updateWorkspace,
 } from '../../engine/identity/workspace-store';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
-import { Description, StorableText, WorkspaceName } from '../schemas/fields';
+import { Description, StorableText, WorkspaceName } from '../../engine/store/field-schemas';
 
 const Workspace = Type.Object(
   {

@@ -7,7 +7,7 @@ import {
   SENSITIVITY_TYPES,
 } from '../../engine/calculations/analytics';
 import { commonFields } from './calculation';
-import { LooseBoolean, StorableText } from './fields';
+import { LooseBoolean, StorableText } from '../../engine/store/field-schemas';
 
 /**
  * Bodies and responses of the analytics beside the stress test (calc-methodology §16–§19), with the

@@ -1,3 +1,4 @@
+import { PORTFOLIO } from '../../engine/kinds/portfolio';
 import { type TSchema, Type } from '@sinclair/typebox';
 import {
   AGGREGATIONS,
@@ -9,8 +10,15 @@ import {
   SAMPLINGS,
 } from '../../engine/calculations/calculation-service';
 import { SECURITIES_MAX } from '../../engine/kinds/security-positions';
-import { CurrencyCode, EntityId, LooseBoolean, NullableDate, StorableText, WorkspaceParam } from './fields';
-import { SECURITIES_MAX_WITH_NLV, SecurityInput } from './security';
+import {
+  CurrencyCode,
+  EntityId,
+  LooseBoolean,
+  NullableDate,
+  StorableText,
+  WorkspaceParam,
+} from '../../engine/store/field-schemas';
+import { SECURITIES_MAX_WITH_NLV, SecurityInput } from '../../engine/kinds/security-schemas';
 
 /**
  * The calculation request bodies, field by field (spec: Calculations, Calculation parameter types;
@@ -99,7 +107,7 @@ export const VolatilitySurface = Type.Object(
 /** The fields every calculation body shares (also those of api/schemas/analytics.ts). */
 export const commonFields = {
   portfolio_id: nullable(
-    EntityId('portfolio'),
+    EntityId(PORTFOLIO.idPrefix!),
     'A stored portfolio: its securities, date, base_currency and nlv are used where the body leaves them out.',
   ),
   securities: nullable(

@@ -1,10 +1,13 @@
-import { type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { type TObject, type TProperties, Type } from '@sinclair/typebox';
 import type { ListRequest } from '../../engine/store/list-query';
 import { NextPageToken, PageSize } from './common';
-import { PeriodBound, StorableText, WorkspaceParam } from './fields';
+import { PeriodBound, StorableText, WorkspaceParam } from '../../engine/store/field-schemas';
 
-/** The list parameters every list takes; `workspace` too for workspace-bound kinds. */
-export function listQuerystring(workspaceBound: boolean) {
+/**
+ * The list parameters every list takes; `workspace` too for workspace-bound kinds, and a period on
+ * `date` only for kinds with a date.
+ */
+export function listQuerystring(workspaceBound: boolean, hasDate: boolean) {
   return Type.Object({
     query: Type.Optional(
       StorableText({
@@ -18,10 +21,16 @@ export function listQuerystring(workspaceBound: boolean) {
     start: Type.Optional(PeriodBound),
     end: Type.Optional(PeriodBound),
     date_time: Type.Optional(PeriodBound),
+    // A kind without a date is offered updated_on only (the engine words the refusal the same).
     period_field: Type.Optional(
-      Type.Union([Type.Literal('date'), Type.Literal('updated_on'), Type.Literal('')], {
-        description: '`date` (default where entities have one) or `updated_on`.',
-      }),
+      hasDate
+        ? Type.Union([Type.Literal('date'), Type.Literal('updated_on'), Type.Literal('')], {
+            description: '`date` (the default) or `updated_on`.',
+          })
+        : Type.Union([Type.Literal('updated_on'), Type.Literal('')], {
+            'x-message': 'These entities have no date: use period_field=updated_on.',
+            description: '`updated_on` (the default: these entities have no date).',
+          }),
     ),
     ...(workspaceBound ? { workspace: WorkspaceParam } : {}),
   });
@@ -54,9 +63,9 @@ export function listReply<T extends TProperties>(plural: string, item: TObject<T
   return Type.Object({ [plural]: Type.Array(Type.Partial(item)), next_page_token: NextPageToken });
 }
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export { Nullable } from '../../engine/store/field-schemas';
 
-export { LooseBoolean } from './fields';
+export { LooseBoolean } from '../../engine/store/field-schemas';
 
 export function looseBoolean(value: boolean | string | undefined, fallback: boolean): boolean {
   if (value === undefined) return fallback;

@@ -1,8 +1,17 @@
 /** The schemas of the workflow routes (api/routes/workflows.ts) and of their runs (workflow-executions.ts). */
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ID_PREFIXES } from '../../engine/platform/ids';
+import { WORKER_TEMPLATE_ID_PREFIX } from '../../engine/kinds/worker-template';
 import { TRIGGER_TYPES } from '../../engine/workflows/workflow-store';
-import { Description, IdParams, Name, NON_BLANK_TEXT, StoredObject, Tags, WorkspaceParam } from './fields';
+import {
+  Description,
+  IdParams,
+  Name,
+  NON_BLANK_TEXT,
+  StoredObject,
+  Tags,
+  WorkspaceParam,
+} from '../../engine/store/field-schemas';
 import { Timestamp } from './common';
 import { Nullable } from './entity-lists';
 
@@ -19,7 +28,7 @@ const NodeId = Type.String({
 });
 /** A template id; empty, like null, means none (some clients and type coercion spell "none" so). */
 const TemplateId = Type.Union(
-  [Type.Null(), Type.Literal(''), Type.String({ pattern: `^${ID_PREFIXES.workerTemplate}[A-Za-z0-9]{25}$` })],
+  [Type.Null(), Type.Literal(''), Type.String({ pattern: `^${WORKER_TEMPLATE_ID_PREFIX}[A-Za-z0-9]{25}$` })],
   {
     'x-rule': 'a worker template id (wtpl_…)',
     description: 'A worker template of the account (wtpl_…); or give script.',

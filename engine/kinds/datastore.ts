@@ -1,43 +1,34 @@
+import { Type } from '@sinclair/typebox';
 import { resourceKind } from '../store/resource-kind';
-import { InvalidInput } from '../platform/errors';
+import { StorableText } from '../store/field-schemas';
 
 export type DatastoreCell = string | number | null;
 
 /**
- * A datastore is a table: rows, each an array of cells (strings, numbers or null). Rows may differ
- * in length (a heading row can be shorter than the data below it), so only the cell types are checked.
+ * Rows, each an array of cells (strings, numbers or null). Rows may differ in length (a heading row
+ * can be shorter than the data below it), so only the cell types are stated.
  */
-export function checkDatastoreData(value: unknown): DatastoreCell[][] {
-  if (!Array.isArray(value)) {
-    throw new InvalidInput('data is required: an array of rows, each an array of cells.');
-  }
-  value.forEach((row: unknown, r) => {
-    if (!Array.isArray(row)) throw new InvalidInput(`data[${r}] must be an array of cells.`);
-    row.forEach((cell: unknown, c) => {
-      if (cell !== null && typeof cell !== 'string' && typeof cell !== 'number') {
-        throw new InvalidInput(`data[${r}][${c}] must be a string, a number or null.`);
-      }
-    });
-  });
-  return value as DatastoreCell[][];
-}
+const Rows = Type.Array(Type.Array(Type.Union([StorableText(), Type.Number(), Type.Null()])), {
+  description: 'Rows, each an array of cells; the first row holds the column headings.',
+});
 
 /** A datastore: a named table of rows, workspace-bound, dated; lists leave the rows out. */
 export const DATASTORE = resourceKind({
   kind: 'datastore',
-  entityType: 'Datastore',
-  noun: 'datastore',
+  plural: 'datastores',
   scope: 'workspace',
-  idPrefix: 'datastore',
+  idPrefix: 'dats_',
   idField: 'id',
   hasDate: true,
   listOmit: ['data'],
   auditDigest: ['data'],
   fields: {
     data: {
-      check: checkDatastoreData,
+      schema: Rows,
+      view: Rows,
       required: 'data is required: an array of rows, each an array of cells.',
       viewDefault: [],
     },
   },
+  http: { createOmits: { flag: 'with_data', field: 'data' }, filter: true },
 });

@@ -1,4 +1,5 @@
 import type { ResourceKind } from '../store/resource-kind';
+import { ID_PREFIXES } from '../platform/ids';
 import { CUSTOM_INDEX } from './custom-index';
 import { DATASTORE } from './datastore';
 import { INTEGRATION } from './integration';
@@ -9,9 +10,9 @@ import { USER_APP } from './user-app';
 import { WORKER_TEMPLATE } from './worker-template';
 
 /**
- * Every declared resource kind, one file each in this folder. The API registers a kind's routes by
- * looping over this table (api/app.ts, typed so a kind without routes does not compile), and the
- * workers' SDK bridge exposes the kinds of SDK_KINDS.
+ * Every declared resource kind, one file each in this folder. The API registers each kind's routes
+ * by looping over this table (api/app.ts), the id registry below takes each kind's prefix from it,
+ * and the workers' SDK bridge exposes the kinds of SDK_KINDS.
  */
 export const RESOURCE_KINDS = {
   portfolio: PORTFOLIO,
@@ -26,10 +27,29 @@ export const RESOURCE_KINDS = {
 
 export type ResourceKindName = keyof typeof RESOURCE_KINDS;
 
-/** The kinds a worker script reaches through the SDK bridge, by the names its functions carry. */
-export const SDK_KINDS: ReadonlyArray<{ kind: ResourceKindName; singular: string; plural: string }> = [
-  { kind: 'portfolio', singular: 'Portfolio', plural: 'Portfolios' },
-  { kind: 'datastore', singular: 'Datastore', plural: 'Datastores' },
-  { kind: 'customIndex', singular: 'CustomIndex', plural: 'CustomIndexes' },
-  { kind: 'privateSecurity', singular: 'PrivateSecurity', plural: 'PrivateSecurities' },
+/**
+ * The kinds a worker script reaches through the SDK bridge, by the names their declaration derives
+ * (retrievePortfolio, listPortfolios, …).
+ */
+export const SDK_KINDS: readonly ResourceKindName[] = [
+  'portfolio',
+  'datastore',
+  'customIndex',
+  'privateSecurity',
 ];
+
+/**
+ * Every id prefix the service issues, by what it identifies: the platform's (ID_PREFIXES) and each
+ * declared kind's own (generated ids only; client-named kinds have none). A prefix used twice would
+ * make an id ambiguous: the module refuses to load.
+ */
+export const ID_REGISTRY: Readonly<Record<string, string>> = (() => {
+  const registry: Record<string, string> = { ...ID_PREFIXES };
+  for (const [name, kind] of Object.entries(RESOURCE_KINDS) as Array<[string, ResourceKind]>) {
+    if (kind.idPrefix !== null) registry[name] = kind.idPrefix;
+  }
+  const prefixes = Object.values(registry);
+  const twice = prefixes.find((prefix, i) => prefixes.indexOf(prefix) !== i);
+  if (twice) throw new Error(`The id prefix ${twice} is used by two kinds.`);
+  return Object.freeze(registry);
+})();

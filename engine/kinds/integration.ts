@@ -1,23 +1,19 @@
 import type { Database } from '../platform/database';
 import { type EntityRecord, findEntity } from '../store/entity-store';
 import { resourceKind } from '../store/resource-kind';
-import { Conflict, InvalidInput } from '../platform/errors';
+import { Type } from '@sinclair/typebox';
+import { Conflict } from '../platform/errors';
+import { Nullable } from '../store/field-schemas';
 import { isId } from '../platform/ids';
 
 /** Only webhook integrations exist for now; the type is stored so others can join later. */
 export const INTEGRATION_TYPES = ['WEBHOOK'] as const;
 export type IntegrationType = (typeof INTEGRATION_TYPES)[number];
+export const INTEGRATION_ID_PREFIX = 'intg_';
 
 /** Where a webhook integration receives payloads, relative to the server (no credentials in it). */
 export function webhookPath(id: string): string {
   return `/v2/integrations/${id}/webhook`;
-}
-
-function checkIntegrationType(value: unknown): IntegrationType {
-  if (!(INTEGRATION_TYPES as readonly unknown[]).includes(value)) {
-    throw new InvalidInput(`type is required: one of ${INTEGRATION_TYPES.join(', ')}.`);
-  }
-  return value as IntegrationType;
 }
 
 /**
@@ -51,7 +47,7 @@ export async function workflowsTriggeredBy(
  * left to the delete, which answers 404.
  */
 async function refuseReferenced(db: Database, accountId: string, id: string): Promise<void> {
-  if (!isId('integration', id)) return;
+  if (!isId(INTEGRATION_ID_PREFIX, id)) return;
   const locked = await db('entities')
     .where({ account_id: accountId, kind: INTEGRATION.kind, id })
     .forUpdate()
@@ -77,27 +73,63 @@ async function refuseReferenced(db: Database, accountId: string, id: string): Pr
  * is ignored. Never updated. Kept apart from the webhook receiver so workflow-store can check
  * references without importing the runner (which imports workflow-store).
  */
+const EXTENSION =
+  'Extension: the interface has no way to manage integrations. Integrations are account-scoped: ' +
+  'seen from every workspace, and a workflow of any workspace may be triggered by one; `workspace` is ignored.';
+
 export const INTEGRATION = resourceKind({
   kind: 'integration',
-  entityType: 'Integration',
-  noun: 'integration',
+  plural: 'integrations',
   scope: 'account',
-  idPrefix: 'integration',
+  idPrefix: INTEGRATION_ID_PREFIX,
   idField: 'id',
   hasDate: false,
   listOmit: [],
   fields: {
     type: {
-      check: checkIntegrationType,
+      schema: Type.Union(
+        INTEGRATION_TYPES.map((t) => Type.Literal(t)),
+        {
+          'x-rule': `one of ${INTEGRATION_TYPES.join(', ')}`,
+          description: 'WEBHOOK (the only type for now).',
+        },
+      ),
+      view: Type.String({ description: 'WEBHOOK (the only type for now).' }),
       required: `type is required: one of ${INTEGRATION_TYPES.join(', ')}.`,
       viewDefault: 'WEBHOOK',
     },
+    // Shown, never stored: extraView computes it.
   },
   extraView: (record) => ({
     webhook_path: record.body.type === 'WEBHOOK' ? webhookPath(record.id) : null,
   }),
   guard: async (db, actor, id, operation) => {
     if (operation === 'delete') await refuseReferenced(db, actor.principal.accountId, id);
+  },
+  http: {
+    extension: EXTENSION,
+    extraViewSchema: {
+      webhook_path: Nullable(
+        Type.String({
+          description:
+            'Where the webhook receives payloads, relative to the server: POST it with an Authorization ' +
+            'header, or append ?key=<AUTH_TOKEN> (that URL is then a secret).',
+        }),
+      ),
+    },
+    operations: {
+      create: { summary: 'Create an integration (extension)' },
+      list: { summary: 'List integrations, most recent first (extension)' },
+      retrieve: { summary: 'Retrieve an integration (extension)' },
+      update: false,
+      delete: {
+        summary: 'Delete an integration and its stored payloads (extension)',
+        description:
+          EXTENSION +
+          ' Refused with 409 while a workflow (enabled or not) has a FILE_RECEIVED trigger naming it.',
+        errors: [409],
+      },
+    },
   },
 });
 

@@ -1,35 +1,76 @@
+import { Type } from '@sinclair/typebox';
 import { resourceKind } from '../store/resource-kind';
-import { InvalidInput } from '../platform/errors';
+import { CurrencyCode, Nullable } from '../store/field-schemas';
 import {
-  checkCurrency,
-  checkNlv,
   checkSecurities,
   fillSecurityNames,
+  SECURITIES_MAX_WITH_NLV,
   type Security,
 } from './security-positions';
+import { StoredSecurityInput } from './security-schemas';
+
+const NullableNumber = Nullable(Type.Number());
+const NullableString = Nullable(Type.String());
+
+/** A stored position as a portfolio shows it. */
+export const SecurityView = Type.Object(
+  {
+    id: Type.String({ description: 'REQUIRED. Unique identifier of the position.' }),
+    symbol: Type.String({ description: 'REQUIRED.' }),
+    quantity: Type.Number({ description: 'REQUIRED. Positive long, negative short.' }),
+    label: Type.String({ default: '' }),
+    cost_price: NullableNumber,
+    market_price: NullableNumber,
+    currency: NullableString,
+    fx_rate: NullableNumber,
+    multiplier: NullableNumber,
+    unrealized_pl: NullableNumber,
+    unrealized_pl_in_base: NullableNumber,
+    isin: NullableString,
+    status: Type.Union([Type.Literal('OK'), Type.Literal('ERROR'), Type.Literal('UNHEALTHY')]),
+    exchange: NullableString,
+    name: NullableString,
+    extra_data: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { $id: 'Security', title: 'Security' },
+);
 
 /**
  * A portfolio: positions, a base currency and an optional nlv, workspace-bound and dated; lists
- * leave the positions out. The position limit depends on nlv, so it is checked across fields.
+ * leave the positions out. Left to `finish`: distinct position ids, and the position limit, which
+ * depends on nlv (250 without, 3000 with).
  */
 export const PORTFOLIO = resourceKind({
   kind: 'portfolio',
-  entityType: 'Portfolio',
-  noun: 'portfolio',
+  plural: 'portfolios',
   scope: 'workspace',
-  idPrefix: 'portfolio',
+  idPrefix: 'port_',
   idField: 'id',
   hasDate: true,
   listOmit: ['securities'],
   fields: {
-    base_currency: { default: () => 'USD', check: checkCurrency },
-    nlv: { default: () => null, check: checkNlv, nullClears: true },
+    base_currency: {
+      schema: Type.Optional(Type.Union([CurrencyCode, Type.Null()], { description: 'Default USD.' })),
+      view: Type.String(),
+      default: () => 'USD',
+    },
+    nlv: {
+      schema: Type.Optional(
+        Type.Union([Type.Number(), Type.Null()], {
+          description: 'Null: calculated from the cash positions. With nlv, up to 3000 securities.',
+        }),
+      ),
+      view: NullableNumber,
+      default: () => null,
+      nullClears: true,
+    },
     securities: {
+      schema: Type.Array(StoredSecurityInput, {
+        maxItems: SECURITIES_MAX_WITH_NLV,
+        description: 'At most 250 securities, or 3000 when nlv is supplied.',
+      }),
+      view: Type.Array(Type.Ref('Security')),
       required: 'securities is required (an array, possibly empty).',
-      check: (value) => {
-        if (!Array.isArray(value)) throw new InvalidInput('securities must be an array of security objects.');
-        return value;
-      },
       viewDefault: [],
     },
   },
@@ -41,5 +82,10 @@ export const PORTFOLIO = resourceKind({
       // Dropping nlv must not leave more positions than the lower limit allows.
       checkSecurities((body.securities as Security[] | undefined) ?? [], nlv);
     }
+  },
+  http: {
+    schemas: [SecurityView],
+    createOmits: { flag: 'with_securities', field: 'securities' },
+    filter: true,
   },
 });

@@ -1,18 +1,18 @@
-import { clientNamed, jsonObject, resourceKind } from '../store/resource-kind';
-import { InvalidInput } from '../platform/errors';
-import { checkCurrency } from './security-positions';
+import { Type } from '@sinclair/typebox';
+import { clientNamed, resourceKind } from '../store/resource-kind';
+import { CurrencyCode, Name, StoredObject } from '../store/field-schemas';
 
-/** The interface names EQUITY and FIXED_INCOME as examples of an open set: any upper-case word. */
-const INSTRUMENT_TYPE = /^[A-Z][A-Z0-9_]{0,49}$/;
 const INSTRUMENT_TYPE_REQUIRED =
   'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.';
 const DATA_REQUIRED = 'data is required: a JSON object (possibly empty).';
 
-function checkInstrumentType(value: unknown): string {
-  if (typeof value !== 'string' || !INSTRUMENT_TYPE.test(value))
-    throw new InvalidInput(INSTRUMENT_TYPE_REQUIRED);
-  return value;
-}
+/** The interface names EQUITY and FIXED_INCOME as examples of an open set: any upper-case word. */
+const InstrumentType = Type.String({
+  pattern: '^[A-Z][A-Z0-9_]{0,49}$',
+  'x-rule': 'an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME',
+  description: 'Upper-case instrument type (EQUITY, FIXED_INCOME, …), shown as instrument_type.',
+});
+const Data = StoredObject({}, { description: 'A JSON object; replaced whole on update.' });
 
 /**
  * A private security: named by the client (`PRIVATE:…`), account-wide. The request's `type` is
@@ -21,9 +21,9 @@ function checkInstrumentType(value: unknown): string {
  */
 export const PRIVATE_SECURITY = resourceKind({
   kind: 'private_security',
+  plural: 'private_securities',
   // The audit trail files custom indexes and private securities alike under the spec's main type.
   entityType: 'CustomSecurity',
-  noun: 'private security',
   scope: 'account',
   ...clientNamed('PRIVATE'),
   hasDate: false,
@@ -32,14 +32,42 @@ export const PRIVATE_SECURITY = resourceKind({
   fields: {
     instrument_type: {
       from: ['type', 'instrument_type'],
-      check: checkInstrumentType,
+      schema: Type.Optional(
+        Type.Union([InstrumentType, Type.Null()], {
+          'x-rule': InstrumentType['x-rule'],
+          description: 'Accepted in place of type (as a retrieved object carries it); type wins.',
+        }),
+      ),
+      aliases: {
+        type: Type.Optional(
+          Type.Union([InstrumentType, Type.Null()], { 'x-rule': InstrumentType['x-rule'] }),
+        ),
+      },
+      view: Type.String({ description: 'Kind of instrument, for example EQUITY or FIXED_INCOME.' }),
       required: INSTRUMENT_TYPE_REQUIRED,
     },
-    currency: { default: () => 'USD', check: (value) => checkCurrency(value, 'currency') },
+    currency: {
+      schema: Type.Optional(Type.Union([CurrencyCode, Type.Null()], { description: 'Default USD.' })),
+      view: Type.String({ description: '3-letter ISO 4217 code.' }),
+      default: () => 'USD',
+    },
     data: {
-      check: jsonObject(DATA_REQUIRED),
+      schema: Data,
+      view: Type.Object({}, { additionalProperties: true, description: 'Custom data. Omitted in lists.' }),
       required: DATA_REQUIRED,
       viewDefault: {},
     },
+  },
+  http: {
+    // The instrument type is required on create, as `type` or (as a retrieved object carries it) `instrument_type`.
+    createOptions: {
+      'x-message': INSTRUMENT_TYPE_REQUIRED,
+      anyOf: [
+        { required: ['type'], properties: { type: { type: 'string' } } },
+        { required: ['instrument_type'], properties: { instrument_type: { type: 'string' } } },
+      ],
+    },
+    // Python clients send None for every argument left unset: on update, null keeps the stored value.
+    updateFields: { name: Type.Union([Name, Type.Null()]), data: Type.Union([Data, Type.Null()]) },
   },
 });

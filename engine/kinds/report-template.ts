@@ -1,6 +1,7 @@
+import { Type } from '@sinclair/typebox';
 import { resourceKind } from '../store/resource-kind';
+import { STORABLE_KEY, StorableText, StoredJson, StoredObject } from '../store/field-schemas';
 import { InvalidInput } from '../platform/errors';
-import { isPlainObject } from '../platform/plain-object';
 
 export const REPORT_AUTHORIZATIONS = ['PRIVATE', 'PUBLIC'] as const;
 export type ReportAuthorization = (typeof REPORT_AUTHORIZATIONS)[number];
@@ -18,59 +19,89 @@ export function checkAuthorization(value: unknown): ReportAuthorization {
 export const TEMPLATE_STATUS_OK = 'OK';
 export const CATEGORY_MAX_LENGTH = 100;
 
-export function checkCategories(value: unknown): string[] {
-  if (!Array.isArray(value)) throw new InvalidInput('categories must be an array of strings.');
-  return value.map((category: unknown, index) => {
-    if (typeof category !== 'string' || category.length === 0 || category.length > CATEGORY_MAX_LENGTH) {
-      throw new InvalidInput(
-        `categories[${index}] must be a string of 1 to ${CATEGORY_MAX_LENGTH} characters.`,
-      );
-    }
-    return category;
-  });
-}
-
-function checkLayout(value: unknown): unknown[] {
-  if (!Array.isArray(value)) throw new InvalidInput('layout must be an array.');
-  return value;
-}
+const AdvancedSetting = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'A setting: `variant` and `select` with `value` and `label`.',
+});
 
 /**
- * The shape of `global_parameters` beyond `advanced_settings` is the template author's; that one
- * key is read by the report builder, so its entries must be setting objects (`variant`, `select`).
+ * A report template (an extension): the layout a report is built from, workspace-bound. The shape
+ * of `global_parameters` beyond `advanced_settings` is the template author's; that one key is read
+ * by the report builder, so its entries must be setting objects (`variant`, `select`).
  */
-export function checkGlobalParameters(value: unknown): Record<string, unknown> {
-  if (!isPlainObject(value)) throw new InvalidInput('global_parameters must be an object.');
-  const settings = value.advanced_settings;
-  if (settings === undefined || settings === null) return value;
-  if (!isPlainObject(settings)) {
-    throw new InvalidInput('global_parameters.advanced_settings must be an object of setting objects.');
-  }
-  for (const [name, setting] of Object.entries(settings)) {
-    if (!isPlainObject(setting)) {
-      throw new InvalidInput(
-        `global_parameters.advanced_settings.${name} must be an object (with variant and select).`,
-      );
-    }
-  }
-  return value;
-}
-
-/** A report template (an extension): the layout a report is built from, workspace-bound. */
 export const REPORT_TEMPLATE = resourceKind({
   kind: 'report_template',
-  entityType: 'ReportTemplate',
-  noun: 'report template',
+  plural: 'report_templates',
   scope: 'workspace',
-  idPrefix: 'reportTemplate',
+  idPrefix: 'rtpl_',
   idField: 'id',
   hasDate: false,
   listOmit: ['layout', 'global_parameters'],
   fields: {
-    status: { readOnly: true, default: () => TEMPLATE_STATUS_OK },
-    authorization: { default: () => 'PRIVATE', check: checkAuthorization },
-    categories: { default: () => [], check: checkCategories },
-    layout: { default: () => [], check: checkLayout },
-    global_parameters: { default: () => ({}), check: checkGlobalParameters },
+    status: { readOnly: true, default: () => TEMPLATE_STATUS_OK, view: Type.String({ description: 'OK.' }) },
+    authorization: {
+      schema: Type.Optional(
+        Type.String({
+          pattern: '^([Pp][Rr][Ii][Vv][Aa][Tt][Ee]|[Pp][Uu][Bb][Ll][Ii][Cc])$',
+          'x-rule': 'PRIVATE or PUBLIC',
+          description: 'PRIVATE (default) or PUBLIC, any letter case.',
+        }),
+      ),
+      view: Type.Union([Type.Literal('PRIVATE'), Type.Literal('PUBLIC')]),
+      default: () => 'PRIVATE',
+      normalise: checkAuthorization,
+    },
+    categories: {
+      schema: Type.Optional(
+        Type.Array(StorableText({ minLength: 1, maxLength: CATEGORY_MAX_LENGTH }), {
+          description: `Array of strings of 1 to ${CATEGORY_MAX_LENGTH} characters. Default [].`,
+        }),
+      ),
+      view: Type.Array(Type.String()),
+      default: () => [],
+    },
+    layout: {
+      schema: Type.Optional(Type.Array(StoredJson(), { description: 'Array. Default [].' })),
+      view: Type.Array(Type.Unknown(), { description: 'Left out of lists.' }),
+      default: () => [],
+    },
+    global_parameters: {
+      schema: Type.Optional(
+        StoredObject(
+          {
+            advanced_settings: Type.Optional(
+              Type.Union(
+                [
+                  Type.Object(
+                    {},
+                    {
+                      propertyNames: STORABLE_KEY,
+                      additionalProperties: StoredObject(
+                        {},
+                        { 'x-rule': 'an object (with variant and select)' },
+                      ),
+                    },
+                  ),
+                  Type.Null(),
+                ],
+                { 'x-rule': 'an object of setting objects' },
+              ),
+            ),
+          },
+          {
+            description:
+              'Object; `advanced_settings`, when given, maps names to setting objects. Default {}.',
+          },
+        ),
+      ),
+      view: Type.Object(
+        { advanced_settings: Type.Optional(Type.Record(Type.String(), AdvancedSetting)) },
+        {
+          additionalProperties: true,
+          description: 'Left out of lists. Holds advanced_settings (for example confidence).',
+        },
+      ),
+      default: () => ({}),
+    },
   },
+  http: { extension: 'Extension: the interface has no way to publish report templates; this one does.' },
 });

@@ -1,41 +1,22 @@
-import { jsonObject, resourceKind } from '../store/resource-kind';
-import { InvalidInput } from '../platform/errors';
+import { Type } from '@sinclair/typebox';
+import { resourceKind } from '../store/resource-kind';
+import { Name, StorableText, StoredObject } from '../store/field-schemas';
 
 export const ENV_VARS_MAX = 100;
 export const ENV_VAR_VALUE_MAX = 32 * 1024;
 /** The shape of a process environment variable name, so apps can export them unchanged. */
-const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-
-/** Error messages name the variable, never its value: the value is a secret. */
-function checkEnvVars(value: unknown): Record<string, string> {
-  const entries = Object.entries(jsonObject('env_vars must be an object of names to string values.')(value));
-  if (entries.length > ENV_VARS_MAX) {
-    throw new InvalidInput(`env_vars holds at most ${ENV_VARS_MAX} variables, got ${entries.length}.`);
-  }
-  for (const [name, inner] of entries) {
-    if (!ENV_VAR_NAME.test(name)) {
-      throw new InvalidInput(
-        `env_vars: "${name.slice(0, 128)}" is not a variable name (a letter or _, then letters, digits or _; at most 128).`,
-      );
-    }
-    if (typeof inner !== 'string') throw new InvalidInput(`env_vars.${name} must be a string.`);
-    if (inner.length > ENV_VAR_VALUE_MAX) {
-      throw new InvalidInput(`env_vars.${name} must be at most ${ENV_VAR_VALUE_MAX} characters.`);
-    }
-  }
-  return value as Record<string, string>;
-}
+export const ENV_VAR_NAME = '^[A-Za-z_][A-Za-z0-9_]{0,127}$';
 
 /**
  * A user app (published by tools; the interface reads them): account-wide. `data` and `env_vars`
- * are replaced whole on update, so a variable is removed by sending the set without it.
+ * are replaced whole on update, so a variable is removed by sending the set without it. Python
+ * clients send None for every argument left unset: null means "not given" here.
  */
 export const USER_APP = resourceKind({
   kind: 'user_app',
-  entityType: 'UserApp',
-  noun: 'user app',
+  plural: 'user_apps',
   scope: 'account',
-  idPrefix: 'userApp',
+  idPrefix: 'uapp_',
   idField: 'id',
   hasDate: false,
   // env_vars are secrets: shown only to a caller who retrieves the one app. The audit trail drops
@@ -43,7 +24,63 @@ export const USER_APP = resourceKind({
   listOmit: ['data', 'env_vars'],
   nullClearsTags: true,
   fields: {
-    data: { default: () => ({}), check: jsonObject('data must be a JSON object.') },
-    env_vars: { default: () => ({}), check: checkEnvVars },
+    data: {
+      schema: Type.Optional(
+        Type.Union([StoredObject(), Type.Null()], {
+          'x-rule': 'a JSON object',
+          description: 'A JSON object, default {}; replaced whole on update.',
+        }),
+      ),
+      view: Type.Object({}, { additionalProperties: true, description: 'Omitted in lists.' }),
+      default: () => ({}),
+    },
+    env_vars: {
+      schema: Type.Optional(
+        Type.Union(
+          [
+            // propertyNames, not patternProperties: every key must be a variable name, where
+            // patternProperties would let other keys through. Messages never show a value.
+            Type.Object(
+              {},
+              {
+                propertyNames: { pattern: ENV_VAR_NAME },
+                additionalProperties: StorableText({ maxLength: ENV_VAR_VALUE_MAX }),
+                maxProperties: ENV_VARS_MAX,
+              },
+            ),
+            Type.Null(),
+          ],
+          {
+            'x-rule':
+              'an object of variable names (a letter or _, then letters, digits or _; at most 128) to string values',
+            description: `Up to ${ENV_VARS_MAX} NAME: string value pairs, default {}; replaced whole on update.`,
+          },
+        ),
+      ),
+      view: Type.Record(Type.String(), Type.String(), {
+        description: 'Secrets: omitted in lists and never kept in the audit trail.',
+      }),
+      default: () => ({}),
+    },
+  },
+  http: {
+    updateFields: { name: Type.Union([Name, Type.Null()]) },
+    operations: {
+      create: {
+        summary: 'Publish a user app (extension)',
+        description: 'Extension: the interface has user apps read-only; publishing tools create them here.',
+      },
+      list: { summary: 'List user apps (without data and env_vars), most recent first' },
+      retrieve: { summary: 'Retrieve a user app, with data and env_vars' },
+      update: {
+        summary: 'Republish a user app (extension)',
+        description:
+          'Extension: every field optional; fields left out (or null) keep their values. The version increases.',
+      },
+      delete: {
+        summary: 'Delete a user app (extension)',
+        description: 'Extension: the interface has user apps read-only.',
+      },
+    },
   },
 });

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
+import { type TSchema, Type } from '@sinclair/typebox';
 import { type EntityRecord, findEntity } from '../store/entity-store';
 import { NAME_MAX } from '../store/entity-fields';
-import { newBody, resourceKind } from '../store/resource-kind';
+import { Name, NON_BLANK_TEXT, Nullable, StoredObject } from '../store/field-schemas';
+import { newBody, resourceKind, validateRequest } from '../store/resource-kind';
 import { Forbidden, InvalidInput } from '../platform/errors';
 import { transpileForPublishing } from './script-transpiler';
 import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
@@ -48,7 +50,14 @@ export type ContainerStatus = (typeof CONTAINER_STATUSES)[number];
 /** Scripts are kept whole in the entity row and copied into runs: 1 MiB keeps both cheap. */
 export const SCRIPT_MAX_BYTES = 1024 * 1024;
 export const FORM_INPUTS_MAX = 100;
-const ENTRY_POINT = /^[A-Za-z_$][A-Za-z0-9_$]{0,99}$/;
+/**
+ * A template allowed at most this many seconds runs its steps as Temporal local activities
+ * (engine/workflows/local-steps.ts).
+ */
+export const LOCAL_STEP_MAX_SECONDS = 10;
+const ENTRY_POINT = '^[A-Za-z_$][A-Za-z0-9_$]{0,99}$';
+export const WORKER_TEMPLATE_ID_PREFIX = 'wtpl_';
+const SCRIPT_REQUIRED = 'script is required: the source text of the worker, a non-empty string.';
 
 /**
  * Bounds of a template's own sandbox limits. Runs are Temporal activities with a 15-minute
@@ -59,6 +68,39 @@ export const TEMPLATE_LIMIT_BOUNDS = {
   memoryLimitMb: { min: 16, max: 1024 },
   timeoutSeconds: { min: 1, max: 600 },
 } as const;
+
+const OrNull = <T extends TSchema>(schema: T, options: object = {}) =>
+  Type.Union([schema, Type.Null()], options);
+const { memoryLimitMb, timeoutSeconds } = TEMPLATE_LIMIT_BOUNDS;
+/** A template's own sandbox limit: a whole number within its bounds, or null for the service's default. */
+const SandboxLimit = (bounds: { min: number; max: number }, description: string) =>
+  Type.Optional(
+    OrNull(Type.Integer({ minimum: bounds.min, maximum: bounds.max }), {
+      'x-rule': `a whole number from ${bounds.min} to ${bounds.max}, or null for the service's default`,
+      description,
+    }),
+  );
+const Script = Type.String({
+  minLength: 1,
+  pattern: `^${NON_BLANK_TEXT}$`,
+  'x-rule': 'the source text of the worker, a non-empty string',
+  description: `Source text, non-empty, at most ${SCRIPT_MAX_BYTES} bytes; compiled in the sandbox when it runs.`,
+});
+const FormInputView = Type.Object(
+  {
+    id: Type.Optional(Type.String()),
+    name: Type.Optional(Type.String()),
+    type: Type.String(),
+  },
+  {
+    $id: 'FormInput',
+    title: 'FormInput',
+    additionalProperties: true,
+    description:
+      'One input of the template form: an id (or a name) that keys script_inputs of a worker, a type, ' +
+      'and any further form settings, kept as published.',
+  },
+);
 
 /** One input of the template's form: the workflow engine matches a worker's `script_inputs` by `key`. */
 export interface FormInput extends Record<string, unknown> {
@@ -103,62 +145,14 @@ export type WorkerTemplateInput = {
   requirements?: unknown;
 };
 
-function checkCategory(value: unknown): string | null {
-  if (value === null) return null;
-  if (typeof value !== 'string' || value.length > NAME_MAX) {
-    throw new InvalidInput(`category must be a string of at most ${NAME_MAX} characters.`);
-  }
-  return value;
-}
-
-function checkVisible(value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new InvalidInput('visible must be a boolean.');
-  return value;
-}
-
-function checkType(value: unknown): WorkerTemplateType {
-  if (!(WORKER_TEMPLATE_TYPES as readonly unknown[]).includes(value)) {
-    throw new InvalidInput(`type must be one of ${WORKER_TEMPLATE_TYPES.join(', ')}.`);
-  }
-  return value as WorkerTemplateType;
-}
-
-const ACCEPTED_RUNTIMES = `${SCRIPT_RUNTIMES.slice(0, -1).join(', ')} or ${SCRIPT_RUNTIMES.at(-1)}`;
-
-function checkRuntime(value: unknown): ScriptRuntime {
-  if (typeof value !== 'string') throw new InvalidInput(`script_runtime must be ${ACCEPTED_RUNTIMES}.`);
-  if (!(SCRIPT_RUNTIMES as readonly string[]).includes(value)) {
-    throw new InvalidInput(
-      `script_runtime "${value.slice(0, 40)}" is not supported: the accepted runtimes are ${ACCEPTED_RUNTIMES}.`,
-    );
-  }
-  return value as ScriptRuntime;
-}
-
-function checkEntryPoint(value: unknown): string {
-  if (typeof value !== 'string' || !ENTRY_POINT.test(value)) {
-    throw new InvalidInput('script_entry_point must be a function name (letters, digits, _ or $).');
-  }
-  return value;
-}
-
-/** Requirement specifiers, trimmed, in the order given; a duplicate or an option is refused. */
-export function checkRequirements(value: unknown): string[] {
-  if (!Array.isArray(value)) {
-    throw new InvalidInput('requirements must be a list of requirement specifiers such as "numpy==2.2.6".');
-  }
-  if (value.length > REQUIREMENTS_MAX) {
-    throw new InvalidInput(`requirements holds at most ${REQUIREMENTS_MAX} specifiers, got ${value.length}.`);
-  }
+/**
+ * Requirement specifiers, trimmed, in the order given. The schema states each one's form; left
+ * here: a package listed twice, which no JSON Schema states.
+ */
+export function normaliseRequirements(value: unknown): string[] {
   const names = new Set<string>();
-  return value.map((item: unknown, i) => {
-    const text = typeof item === 'string' ? item.trim() : null;
-    if (text === null || text.length > REQUIREMENT_MAX || !REQUIREMENT.test(text)) {
-      throw new InvalidInput(
-        `requirements[${i}] must be a requirement specifier such as "numpy==2.2.6" (a package name, ` +
-          'optional [extras] and version constraints; no URLs, paths, options or markers).',
-      );
-    }
+  return (value as string[]).map((item, i) => {
+    const text = item.trim();
     const name = /^[A-Za-z0-9._-]+/
       .exec(text)![0]
       .toLowerCase()
@@ -169,18 +163,12 @@ export function checkRequirements(value: unknown): string[] {
   });
 }
 
-/**
- * The source is stored as sent and compiled in the sandbox when it runs: nothing a client sends is
- * ever evaluated on the host.
- */
-function checkScript(value: unknown): string {
-  if (typeof value !== 'string' || value.trim().length === 0) {
-    throw new InvalidInput('script is required: the source text of the worker, a non-empty string.');
-  }
-  if (Buffer.byteLength(value, 'utf8') > SCRIPT_MAX_BYTES) {
+/** What the schema cannot count: the script's size in bytes (its maxLength would count characters). */
+function checkScriptBytes(value: unknown): string {
+  if (Buffer.byteLength(value as string, 'utf8') > SCRIPT_MAX_BYTES) {
     throw new InvalidInput(`script must be at most ${SCRIPT_MAX_BYTES} bytes.`);
   }
-  return value;
+  return value as string;
 }
 
 /** The key a worker's `script_inputs` use for this input: its `id`, or its `name` when it has no id. */
@@ -190,46 +178,19 @@ export function formInputKey(input: FormInput): string {
 
 /**
  * Form inputs are the hosted product's form descriptions (labels, variants, nested fields…), kept
- * as sent; only what the workflow engine relies on is checked: a unique key and a type.
+ * as sent; the schema states what each must hold (an id or a name, a type). Left here: a key used
+ * by two inputs, which no JSON Schema states.
  */
-function checkFormInputs(value: unknown): FormInput[] {
-  if (!Array.isArray(value)) throw new InvalidInput('form_inputs must be an array of objects.');
-  if (value.length > FORM_INPUTS_MAX) {
-    throw new InvalidInput(`form_inputs holds at most ${FORM_INPUTS_MAX} inputs, got ${value.length}.`);
-  }
+function checkFormInputKeys(value: unknown): FormInput[] {
   const keys = new Set<string>();
-  return value.map((item: unknown, i) => {
-    if (!item || typeof item !== 'object' || Array.isArray(item)) {
-      throw new InvalidInput(`form_inputs[${i}] must be an object.`);
-    }
-    const input = item as Record<string, unknown>;
-    const named = (field: string) => typeof input[field] === 'string' && (input[field] as string).length > 0;
-    if (!named('id') && !named('name')) {
-      throw new InvalidInput(`form_inputs[${i}] needs an id or a name (a non-empty string).`);
-    }
-    if (!named('type')) throw new InvalidInput(`form_inputs[${i}].type is required (a non-empty string).`);
-    const key = formInputKey(input as FormInput);
+  return (value as FormInput[]).map((input, i) => {
+    const key = formInputKey(input);
     if (keys.has(key))
       throw new InvalidInput(`form_inputs[${i}]: the key "${key}" is used by another input.`);
     keys.add(key);
-    return input as FormInput;
+    return input;
   });
 }
-
-function checkLimit(value: unknown, field: string, bounds: { min: number; max: number }): number | null {
-  if (value === null) return null;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < bounds.min || value > bounds.max) {
-    throw new InvalidInput(
-      `${field} must be a whole number from ${bounds.min} to ${bounds.max}, or null for the service's default.`,
-    );
-  }
-  return value;
-}
-
-const checkMemoryLimit = (value: unknown) =>
-  checkLimit(value, 'memory_limit_mb', TEMPLATE_LIMIT_BOUNDS.memoryLimitMb);
-const checkTimeout = (value: unknown) =>
-  checkLimit(value, 'timeout_seconds', TEMPLATE_LIMIT_BOUNDS.timeoutSeconds);
 
 /**
  * TypeScript is transpiled when published, so a syntax error is the publisher's 400 (naming the
@@ -310,34 +271,178 @@ async function refuseBuiltin(db: Database, actor: Actor, id: string): Promise<vo
  */
 export const WORKER_TEMPLATE = resourceKind({
   kind: 'worker_template',
-  entityType: 'WorkerTemplate',
-  noun: 'worker template',
+  plural: 'worker_templates',
   scope: 'account',
-  idPrefix: 'workerTemplate',
+  idPrefix: WORKER_TEMPLATE_ID_PREFIX,
   idField: 'id',
   hasDate: false,
   listOmit: ['form_inputs', 'script'],
   auditDigest: ['script'],
   sharedAccountId: SYSTEM_ACCOUNT_ID,
   nullClearsTags: true,
+  // Python clients send None for every argument left unset: null means "not given" here.
   fields: {
-    category: { default: () => null, check: checkCategory, nullClears: true },
-    visible: { default: () => true, check: checkVisible },
-    type: { default: () => 'BASIC', check: checkType },
-    script_runtime: { default: () => 'javascript', check: checkRuntime },
-    script_entry_point: { default: () => 'main', check: checkEntryPoint },
+    category: {
+      schema: Type.Optional(OrNull(Type.String({ maxLength: NAME_MAX }), { description: 'Default null.' })),
+      view: Nullable(Type.String()),
+      default: () => null,
+      nullClears: true,
+    },
+    visible: {
+      schema: Type.Optional(OrNull(Type.Boolean(), { description: 'Default true.' })),
+      view: Type.Boolean(),
+      default: () => true,
+    },
+    type: {
+      schema: Type.Optional(
+        OrNull(Type.Union(WORKER_TEMPLATE_TYPES.map((t) => Type.Literal(t))), {
+          'x-rule': `one of ${WORKER_TEMPLATE_TYPES.join(', ')}`,
+          description: 'STARTER, BASIC (default), ENDER, FORKER, BARRIER or CONDITIONAL.',
+        }),
+      ),
+      view: Type.Union(WORKER_TEMPLATE_TYPES.map((t) => Type.Literal(t))),
+      default: () => 'BASIC',
+    },
+    script_runtime: {
+      schema: Type.Optional(
+        OrNull(Type.Union(SCRIPT_RUNTIMES.map((t) => Type.Literal(t))), {
+          'x-rule': `one of the accepted runtimes: ${SCRIPT_RUNTIMES.join(', ')}`,
+          description:
+            'javascript (default), typescript or python3.11; any other runtime (another Python version too) ' +
+            'is refused. TypeScript is transpiled when published: a syntax error is a 400 naming the line. ' +
+            "python3.11 runs the script with Debian's interpreter in a bubblewrap sandbox (docs/workflows.md).",
+        }),
+      ),
+      view: Type.Union(SCRIPT_RUNTIMES.map((t) => Type.Literal(t))),
+      default: () => 'javascript',
+    },
+    script_entry_point: {
+      schema: Type.Optional(
+        OrNull(
+          Type.String({
+            pattern: ENTRY_POINT,
+            'x-rule': 'a function name (letters, digits, _ or $)',
+          }),
+          { description: 'Function name, default main.' },
+        ),
+      ),
+      view: Type.String(),
+      default: () => 'main',
+    },
     // The hosted product's publishing tool sends the source as `script_source`; `script` wins.
     script: {
       from: ['script', 'script_source'],
-      check: checkScript,
-      required: 'script is required: the source text of the worker, a non-empty string.',
+      schema: Type.Optional(OrNull(Script)),
+      aliases: {
+        script_source: Type.Optional(
+          OrNull(Script, { description: 'Accepted in place of script; script wins.' }),
+        ),
+      },
+      view: Type.String({ description: 'The source text. Only on retrieve.' }),
+      normalise: checkScriptBytes,
+      required: SCRIPT_REQUIRED,
       viewDefault: '',
     },
-    form_inputs: { default: () => [], check: checkFormInputs },
-    memory_limit_mb: { default: () => null, check: checkMemoryLimit, nullClears: true },
-    timeout_seconds: { default: () => null, check: checkTimeout, nullClears: true },
-    requirements: { default: () => [], check: checkRequirements },
-    container_status: { readOnly: true, default: () => 'SUCCESS' satisfies ContainerStatus },
+    form_inputs: {
+      schema: Type.Optional(
+        OrNull(
+          Type.Array(
+            StoredObject(
+              { type: Type.String({ minLength: 1 }) },
+              {
+                description: 'An input: id (or name) and type, and any further settings, kept as sent.',
+                // Not `properties`: a non-string id beside a good name is still an input with a key.
+                anyOf: [
+                  { required: ['id'], properties: { id: { type: 'string', minLength: 1 } } },
+                  { required: ['name'], properties: { name: { type: 'string', minLength: 1 } } },
+                ],
+                'x-message': '{field} needs an id or a name (a non-empty string).',
+              },
+            ),
+            { maxItems: FORM_INPUTS_MAX },
+          ),
+          {
+            description: `Up to ${FORM_INPUTS_MAX} objects, each with a unique id (or name) and a type. Default [].`,
+          },
+        ),
+      ),
+      view: Type.Array(Type.Ref('FormInput'), { description: 'Only on retrieve.' }),
+      default: () => [],
+      normalise: checkFormInputKeys,
+    },
+    memory_limit_mb: {
+      schema: SandboxLimit(
+        memoryLimitMb,
+        `Extension: whole MB from ${memoryLimitMb.min} to ${memoryLimitMb.max}, ` +
+          'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
+          'configured). The worker process may cap it lower.',
+      ),
+      view: Nullable(
+        Type.Integer({
+          description:
+            'Extension: the memory limit of the sandbox the script runs in, in MB; null: the service default.',
+        }),
+      ),
+      default: () => null,
+      nullClears: true,
+    },
+    timeout_seconds: {
+      schema: SandboxLimit(
+        timeoutSeconds,
+        `Extension: whole seconds from ${timeoutSeconds.min} to ${timeoutSeconds.max}, ` +
+          'the time one run of the script may take (a run past it ends ERROR); null or left out: the service ' +
+          `default (30 s unless configured). A template allowed at most ${LOCAL_STEP_MAX_SECONDS} s runs its ` +
+          'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
+          'as regular activities with heartbeats.',
+      ),
+      view: Nullable(
+        Type.Integer({
+          description:
+            'Extension: the time limit of one run of the script, in seconds; null: the service default.',
+        }),
+      ),
+      default: () => null,
+      nullClears: true,
+    },
+    requirements: {
+      schema: Type.Optional(
+        OrNull(
+          Type.Array(
+            Type.String({
+              minLength: 1,
+              maxLength: REQUIREMENT_MAX,
+              pattern: REQUIREMENT.source,
+              'x-rule': 'a requirement specifier such as numpy==2.2.6 (no URLs, paths, options or markers)',
+            }),
+            { maxItems: REQUIREMENTS_MAX },
+          ),
+          {
+            description:
+              'Extension, Python templates only: requirement specifiers such as "numpy==2.2.6" (pins ' +
+              'recommended; no URLs, paths or options), installed from the package index as wheels into the ' +
+              "template's own virtualenv. Publishing sets container_status PENDING until it is built. Default [].",
+          },
+        ),
+      ),
+      view: Type.Array(Type.String(), {
+        description: 'Extension: the requirement specifiers of a Python template (empty for JavaScript).',
+      }),
+      default: () => [],
+      normalise: normaliseRequirements,
+    },
+    container_status: {
+      readOnly: true,
+      default: () => 'SUCCESS' satisfies ContainerStatus,
+      view: Type.Union(
+        CONTAINER_STATUSES.map((t) => Type.Literal(t)),
+        {
+          description:
+            'SUCCESS: the template can run. A Python template with requirements is PENDING while its ' +
+            'virtualenv is built in the background, then SUCCESS, or ERROR (environment.build_log_tail says ' +
+            'why); a step of a template that is not SUCCESS fails. JavaScript templates are SUCCESS at once.',
+        },
+      ),
+    },
   },
   // Scripts always run in the service's own sandbox; there is no remote container to run them in.
   extraView: (record) => ({
@@ -347,6 +452,70 @@ export const WORKER_TEMPLATE = resourceKind({
   }),
   finish: compile,
   guard: refuseBuiltin,
+  http: {
+    schemas: [FormInputView],
+    extraViewSchema: {
+      run_locally: Type.Boolean({ description: 'Always true: scripts run in the sandbox of the service.' }),
+      builtin: Type.Boolean({
+        description:
+          'Extension: true for the templates the service ships (visible to every account, read-only, with ' +
+          'the same id in every installation).',
+      }),
+      environment: Nullable(
+        Type.Object(
+          {
+            requirements_hash: Type.String({
+              description: 'Names the virtualenv: templates with the same requirements share one.',
+            }),
+            build_log_tail: Nullable(
+              Type.String({ description: "The end of the build's log (pip's output and pip freeze)." }),
+            ),
+            built_at: Nullable(Type.String()),
+          },
+          {
+            description:
+              'Extension: the Python virtualenv of a template with requirements; null for the others.',
+          },
+        ),
+      ),
+    },
+    // The script is required on create, as `script` or `script_source`.
+    createOptions: {
+      'x-message': SCRIPT_REQUIRED,
+      anyOf: [
+        { required: ['script'], properties: { script: { type: 'string' } } },
+        { required: ['script_source'], properties: { script_source: { type: 'string' } } },
+      ],
+    },
+    updateFields: { name: OrNull(Name) },
+    operations: {
+      create: {
+        summary: 'Publish a worker template (extension)',
+        description:
+          'Extension: the interface has worker templates read-only; the publishing tools of the hosted product ' +
+          'create them here. Unknown keys (icon, ports, form_outputs, …) are ignored.',
+      },
+      list: {
+        summary: 'List worker templates (without form_inputs and script), most recent first',
+        description: "The account's own templates and the service's built-in ones (builtin: true).",
+      },
+      retrieve: { summary: 'Retrieve a worker template, with form_inputs and script' },
+      update: {
+        summary: 'Republish a worker template (extension)',
+        description:
+          'Extension: every field optional; fields left out (or null) keep their values (a null ' +
+          'memory_limit_mb or timeout_seconds returns to the default). The version increases. Built-in ' +
+          'templates are read-only: 403.',
+        errors: [403],
+      },
+      delete: {
+        summary: 'Delete a worker template (extension)',
+        description:
+          'Extension: the interface has worker templates read-only. Built-in templates cannot be deleted: 403.',
+        errors: [403],
+      },
+    },
+  },
 });
 
 /** `environment`: the virtualenv's hash, and the tail of its build log (an ERROR says why). */
@@ -365,6 +534,7 @@ function environmentView(record: EntityRecord): Record<string, unknown> {
 
 /** The stored body of a new template, every field checked (the built-in ones are stored so). */
 export function newTemplateBody(input: WorkerTemplateInput): Record<string, unknown> {
+  validateRequest(WORKER_TEMPLATE, 'create', input);
   const { body } = newBody(WORKER_TEMPLATE, input);
   compile(body);
   return body;

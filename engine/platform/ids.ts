@@ -14,19 +14,18 @@ export function randomAlphanumeric(length: number): string {
   return out;
 }
 
+/**
+ * The id prefixes of what is not a declared resource kind. A declared kind (engine/kinds/) names
+ * its own prefix in its declaration; `ID_REGISTRY` in engine/kinds/index.ts joins both and refuses
+ * a prefix used twice.
+ */
 export const ID_PREFIXES = {
-  portfolio: 'port_',
-  datastore: 'dats_',
   file: 'file_',
   report: 'repo_',
-  reportTemplate: 'rtpl_',
   workflow: 'wrkf_',
   worker: 'wrkr_',
   workflowExecution: 'wfex_',
   workerExecution: 'wkex_',
-  workerTemplate: 'wtpl_',
-  userApp: 'uapp_',
-  integration: 'intg_',
   auditLog: 'audl_',
   apiKey: 'sid_',
   account: 'acct_',
@@ -35,13 +34,20 @@ export const ID_PREFIXES = {
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
+/** An id prefix as written (`dats_`): a kind's own, or one of ID_PREFIXES. */
+export type IdPrefix = `${string}_`;
 
-/** Ids are the prefix plus 25 characters of [a-zA-Z0-9], as the hosted product issues them. */
-export function newId(kind: IdKind): string {
-  return ID_PREFIXES[kind] + randomAlphanumeric(25);
+/** The prefix of `kind`, or `kind` itself when it is already a prefix (`dats_`). */
+export function idPrefixOf(kind: IdKind | IdPrefix): string {
+  return kind in ID_PREFIXES ? ID_PREFIXES[kind as IdKind] : kind;
 }
 
-export function isId(kind: IdKind, value: string): boolean {
-  const prefix = ID_PREFIXES[kind];
+/** Ids are the prefix plus 25 characters of [a-zA-Z0-9], as the hosted product issues them. */
+export function newId(kind: IdKind | IdPrefix): string {
+  return idPrefixOf(kind) + randomAlphanumeric(25);
+}
+
+export function isId(kind: IdKind | IdPrefix, value: string): boolean {
+  const prefix = idPrefixOf(kind);
   return value.startsWith(prefix) && /^[A-Za-z0-9]{25}$/.test(value.slice(prefix.length));
 }

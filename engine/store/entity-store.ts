@@ -5,7 +5,7 @@ import type { Actor } from '../platform/principal';
 import { type EntityKey, viewOneBatched } from './view-batch';
 import type { Database } from '../platform/database';
 import { Conflict, InvalidInput, NotFound } from '../platform/errors';
-import { type IdKind, isId, newId } from '../platform/ids';
+import { type IdKind, type IdPrefix, isId, newId } from '../platform/ids';
 import { epochSeconds } from './page-token';
 import {
   checkDate,
@@ -28,7 +28,7 @@ export interface EntityKind {
   noun: string;
   scope: 'workspace' | 'account';
   /** Generated ids use this prefix; null when the client names the object (a symbol). */
-  idPrefix: IdKind | null;
+  idPrefix: IdKind | IdPrefix | null;
   /** Symbol-keyed kinds: the pattern a symbol must match. */
   symbolPattern?: RegExp;
   /** The property that holds the identifier in responses: `id`, or `symbol`. */

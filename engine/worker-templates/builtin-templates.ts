@@ -5,9 +5,9 @@ import { recordAudit } from '../store/audit-trail';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { checkDescription, checkName, normaliseTags } from '../store/entity-fields';
-import { ID_PREFIXES } from '../platform/ids';
+
 import { readTemplateFolder } from './template-folder';
-import { newTemplateBody, WORKER_TEMPLATE } from '../kinds/worker-template';
+import { newTemplateBody, WORKER_TEMPLATE, WORKER_TEMPLATE_ID_PREFIX } from '../kinds/worker-template';
 import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
 
 /**
@@ -31,7 +31,7 @@ export function builtinTemplateId(folder: string): string {
   const digest = createHash('sha256').update(`pas-builtin-worker-template:${folder}`).digest();
   let suffix = '';
   for (let i = 0; suffix.length < 25; i++) suffix += ALPHABET[digest[i]! % ALPHABET.length];
-  return ID_PREFIXES.workerTemplate + suffix;
+  return WORKER_TEMPLATE_ID_PREFIX + suffix;
 }
 
 const SERVICE_ACTOR: Actor = {

@@ -1,6 +1,6 @@
 import type { Database } from '../platform/database';
 import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
-import { isPythonRuntime, WORKER_TEMPLATE } from '../kinds/worker-template';
+import { isPythonRuntime, LOCAL_STEP_MAX_SECONDS, WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { WorkerNode } from './workflow-definition';
 
 /**
@@ -15,7 +15,7 @@ import type { WorkerNode } from './workflow-definition';
  * timeout by the SDK's task heartbeats. Steps allowed longer stay regular activities, with
  * heartbeats, on any worker of the task queue.
  */
-export const LOCAL_STEP_MAX_SECONDS = 10;
+export { LOCAL_STEP_MAX_SECONDS };
 
 /**
  * The workers of a definition that run as local activities: inline scripts (glue code, short by

@@ -3,6 +3,7 @@ import { checkStorableFields } from '../store/storable-json';
 import { InvalidInput } from '../platform/errors';
 import { isId } from '../platform/ids';
 import { isPlainObject } from '../platform/plain-object';
+import { WORKER_TEMPLATE_ID_PREFIX } from '../kinds/worker-template';
 
 /**
  * A workflow definition is a graph of workers (nodes) joined by edges to the next workers.
@@ -87,7 +88,10 @@ function parseNode(raw: unknown, index: number): WorkerNode {
   }
   // An empty string is how some clients (and type coercion) spell "none".
   const templateId = raw.template_id === '' ? null : (raw.template_id ?? null);
-  if (templateId !== null && (typeof templateId !== 'string' || !isId('workerTemplate', templateId))) {
+  if (
+    templateId !== null &&
+    (typeof templateId !== 'string' || !isId(WORKER_TEMPLATE_ID_PREFIX, templateId))
+  ) {
     throw new InvalidInput(`${where}.template_id must be a worker template id (wtpl_…).`);
   }
   const script = raw.script === '' ? null : (raw.script ?? null);

@@ -11,7 +11,7 @@ import {
 } from '../store/entity-store';
 import { InvalidInput, NotFound } from '../platform/errors';
 import { isId } from '../platform/ids';
-import { findIntegration } from '../kinds/integration';
+import { findIntegration, INTEGRATION_ID_PREFIX } from '../kinds/integration';
 import { readWorkerTemplate, WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { Trigger } from './execution-records';
 import { parseScheduleConfig } from './schedule-config';
@@ -117,7 +117,7 @@ async function checkIntegrationTrigger(
 ): Promise<Record<string, unknown>> {
   if (body.trigger_type !== 'FILE_RECEIVED') return body;
   const id = isPlainObject(body.trigger_config) ? body.trigger_config.integration_id : undefined;
-  if (typeof id !== 'string' || !isId('integration', id)) {
+  if (typeof id !== 'string' || !isId(INTEGRATION_ID_PREFIX, id)) {
     throw new InvalidInput(
       'trigger_config.integration_id is required for FILE_RECEIVED: the id (intg_…) of an integration of the account.',
     );

@@ -1,4 +1,5 @@
 import { newId } from '../../engine/platform/ids';
+import { INTEGRATION } from '../../engine/kinds/integration';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 
@@ -77,7 +78,7 @@ describe('integrations', () => {
     const res = await call('GET', `/v2/integrations/${created.id}`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ integration: created });
-    const unknown = newId('integration');
+    const unknown = newId(INTEGRATION.idPrefix!);
     const missing = await call('GET', `/v2/integrations/${unknown}`);
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toEqual({ code: 404, message: `Integration ${unknown} not found.` });

@@ -137,7 +137,7 @@ describe('keyset paging (property)', () => {
         name: row.name,
       };
     }
-    const id = newId('portfolio');
+    const id = newId(PORTFOLIO.idPrefix!);
     const created = BASE_MICROS + row.offset;
     await db('entities').insert({
       account_id: actor.principal.accountId,

@@ -214,6 +214,89 @@ describe('SDK bridge: files, calculations and the journal', () => {
     }, 60_000);
   });
 
+  describe('declared kinds: one request schema for the API and the SDK', () => {
+    /** The message a script's call meets, caught inside the script. */
+    async function sdkRefusal(fn: string, args: unknown[]): Promise<string> {
+      const result = await run(
+        `async function main(args) {
+           try { await sdk[args.fn](...args.args); return { accepted: true }; }
+           catch (error) { return { message: error.message }; }
+         }`,
+        scope(),
+        undefined,
+        { fn, args },
+      );
+      expect(result.accepted).toBeUndefined();
+      return result.message as string;
+    }
+
+    // Each a rule a field's schema states and the engine's hand checks no longer repeat.
+    const cases: Array<{ path: string; fn: string; body: Record<string, unknown> }> = [
+      { path: '/v2/datastores', fn: 'createDatastore', body: { name: 'D', data: [[{ cell: 1 }]] } },
+      { path: '/v2/datastores', fn: 'createDatastore', body: { name: 'D' } },
+      { path: '/v2/datastores', fn: 'createDatastore', body: { name: '   ', data: [] } },
+      {
+        path: '/v2/portfolios',
+        fn: 'createPortfolio',
+        body: { name: 'P', base_currency: 'usd', securities: [] },
+      },
+      {
+        path: '/v2/portfolios',
+        fn: 'createPortfolio',
+        body: { name: 'P', securities: [{ id: 'a', symbol: 'AAPL', quantity: 1, isin: 'short' }] },
+      },
+      {
+        path: '/v2/custom_indexes',
+        fn: 'createCustomIndex',
+        body: { symbol: 'CUSTOM:X', name: 'X', data_type: 'PRICES', data: [['20240102', 1]] },
+      },
+      {
+        path: '/v2/custom_indexes',
+        fn: 'createCustomIndex',
+        body: { symbol: 'custom:x', name: 'X', data: [['20240102', 1]] },
+      },
+      {
+        path: '/v2/custom_indexes',
+        fn: 'createCustomIndex',
+        body: { symbol: 'CUSTOM:X', name: 'X', data: [['20240231', 1]] },
+      },
+      {
+        path: '/v2/private_securities',
+        fn: 'createPrivateSecurity',
+        body: { symbol: 'PRIVATE:X', name: 'X', type: 'equity', data: {} },
+      },
+      {
+        path: '/v2/private_securities',
+        fn: 'createPrivateSecurity',
+        body: { symbol: 'PRIVATE:X', name: 'X', data: {} },
+      },
+    ];
+
+    test.each(cases)(
+      '$fn refuses what $path refuses, with the same message ($body)',
+      async ({ path, fn, body }) => {
+        const res = await call('POST', path, body);
+        expect(res.statusCode).toBe(400);
+        const api = (res.json() as { message: string }).message;
+        expect(await sdkRefusal(fn, [body])).toBe(api);
+      },
+    );
+
+    test('an update is checked by the update schema too, with the API’s words', async () => {
+      const created = await call('POST', '/v2/portfolios', { name: 'P', securities: [] });
+      const id = (created.json() as { portfolio: { id: string } }).portfolio.id;
+      const body = { nlv: 'lots' };
+      const res = await call('PUT', `/v2/portfolios/${id}`, body);
+      expect(res.statusCode).toBe(400);
+      expect(await sdkRefusal('updatePortfolio', [id, body])).toBe(
+        (res.json() as { message: string }).message,
+      );
+      // Nothing changed.
+      const after = await call('GET', `/v2/portfolios/${id}`);
+      expect((after.json() as { portfolio: { nlv: unknown } }).portfolio.nlv).toBeNull();
+    });
+  });
+
   describe('calculations', () => {
     test('runStressTest and runRiskAttribution answer what the endpoints answer', async () => {
       const res = await call('POST', '/v2/portfolios', { name: 'Calc book', securities: BOOK });

@@ -1,3 +1,4 @@
+import { INTEGRATION } from '../../engine/kinds/integration';
 import { gzipSync } from 'node:zlib';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
@@ -286,7 +287,7 @@ describe('webhook triggers', () => {
   });
 
   test('an integration that is not a webhook integration → 400', async () => {
-    const id = newId('integration');
+    const id = newId(INTEGRATION.idPrefix!);
     const now = new Date();
     await h.db('entities').insert({
       account_id: h.account.accountId,
@@ -306,7 +307,7 @@ describe('webhook triggers', () => {
 
   test('unknown id, malformed id, another account’s integration → 404; nothing stored', async () => {
     const stored = await payloadCount();
-    const unknown = newId('integration');
+    const unknown = newId(INTEGRATION.idPrefix!);
     const a = await post(unknown, { query: keyQuery(), headers: json, payload: '{"a":1}' });
     expect(a.statusCode).toBe(404);
     expect(a.json()).toEqual({ code: 404, message: `Integration ${unknown} not found.` });

@@ -167,13 +167,17 @@ function calculationBody(scope: BridgeScope, body: unknown): Record<string, unkn
   return { ...body, workspace: scope.workspace };
 }
 
-/** A kind declared once (engine/kinds/, listed in SDK_KINDS) needs no code of its own here. */
-function declared(singular: string, plural: string, kind: ResourceKind): Resource {
+/**
+ * A kind declared once (engine/kinds/, listed in SDK_KINDS) needs no code of its own here: its
+ * function names come from its declaration, and createResource/updateResource validate the fields
+ * with the kind's request schema, the one the API validates with.
+ */
+function declared(kind: ResourceKind): Resource {
   const scoped = (s: BridgeScope, fields: Record<string, unknown>) =>
     kind.scope === 'workspace' ? inWorkspace(s, fields) : fields;
   return {
-    singular,
-    plural,
+    singular: kind.names.sdkSingular,
+    plural: kind.names.sdkPlural,
     kind: () => kind,
     create: (s, fields) => createResource(s.db, s.actor, kind, scoped(s, fields)),
     update: (s, id, fields) => updateResource(s.db, s.actor, kind, id, scoped(s, fields)),
@@ -182,7 +186,7 @@ function declared(singular: string, plural: string, kind: ResourceKind): Resourc
 }
 
 const RESOURCES: Resource[] = [
-  ...SDK_KINDS.map(({ kind, singular, plural }) => declared(singular, plural, RESOURCE_KINDS[kind])),
+  ...SDK_KINDS.map((name) => declared(RESOURCE_KINDS[name])),
   {
     singular: 'Report',
     plural: 'Reports',
