@@ -377,12 +377,10 @@ export const WORKER_TEMPLATE = resourceKind({
           'the sandbox memory limit of this template; null or left out: the service default (128 MB unless ' +
           'configured). The worker process may cap it lower.',
       ),
-      view: Nullable(
-        Type.Integer({
-          description:
-            'Extension: the memory limit of the sandbox the script runs in, in MB; null: the service default.',
-        }),
-      ),
+      view: Nullable(Type.Integer(), {
+        description:
+          'Extension: the memory limit of the sandbox the script runs in, in MB; null: the service default.',
+      }),
       default: () => null,
       nullClears: true,
     },
@@ -395,12 +393,10 @@ export const WORKER_TEMPLATE = resourceKind({
           'steps as Temporal local activities, inside the workflow task; one allowed longer (or the default) ' +
           'as regular activities with heartbeats.',
       ),
-      view: Nullable(
-        Type.Integer({
-          description:
-            'Extension: the time limit of one run of the script, in seconds; null: the service default.',
-        }),
-      ),
+      view: Nullable(Type.Integer(), {
+        description:
+          'Extension: the time limit of one run of the script, in seconds; null: the service default.',
+      }),
       default: () => null,
       nullClears: true,
     },

@@ -17,7 +17,8 @@ export const symbolRule = (prefix: string) =>
   `${prefix}: followed by upper-case letters, digits or _ (no spaces), at most ${SYMBOL_MAX} characters in all`;
 
 /** The value or null. */
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const Nullable = <T extends TSchema>(schema: T, options: object = {}) =>
+  Type.Union([schema, Type.Null()], options);
 
 /**
  * No NUL (PostgreSQL refuses it in text). Unpaired surrogates, which have no UTF-8 spelling either, are
