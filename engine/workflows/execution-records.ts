@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { CredentialType } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { NotFound } from '../platform/errors';
@@ -127,31 +128,35 @@ export function workerExecutionView(row: WorkerExecutionRow, withResult: boolean
   };
 }
 
-export async function insertWorkflowExecution(
-  db: Database,
-  input: {
-    accountId: string;
-    workflowId: string;
-    workflowName: string;
-    workspace: string;
-    trigger: Trigger;
-    startedWorkerId: string;
-    enderWorkerId: string | null;
-    parameters: Record<string, unknown>;
-    userId: string;
-    credentialId: string;
-    credentialType: CredentialType;
-    /** A caller that may retry (a scheduled launch) passes its own id; the default is a fresh one. */
-    executionId?: string;
-    /** What the run executes (kept so a retry runs the same version); every run passes it. */
-    definition?: RunDefinition;
-    retryOf?: string;
-  },
-): Promise<WorkflowExecutionRow> {
+export interface NewWorkflowExecution {
+  accountId: string;
+  workflowId: string;
+  workflowName: string;
+  workspace: string;
+  trigger: Trigger;
+  startedWorkerId: string;
+  enderWorkerId: string | null;
+  parameters: Record<string, unknown>;
+  userId: string;
+  credentialId: string;
+  credentialType: CredentialType;
+  /** A caller that may retry (a scheduled launch) passes its own id; the default is a fresh one. */
+  executionId?: string;
+  /** What the run executes (kept so a retry runs the same version); every run passes it. */
+  definition?: RunDefinition;
+  retryOf?: string;
+}
+
+/** The rows a new execution is made of: its definition (stored once per content) and itself. */
+function newExecutionRows(input: NewWorkflowExecution): {
+  definition: { sha256: string; definition: string } | null;
+  execution: Record<string, unknown> & { id: string };
+} {
   const now = new Date();
-  const definitionSha256 = input.definition ? await storeRunDefinition(db, input.definition) : null;
-  const [row] = (await db('workflow_executions')
-    .insert({
+  const definition = input.definition ? runDefinitionRow(input.definition) : null;
+  return {
+    definition,
+    execution: {
       id: input.executionId ?? newId('workflowExecution'),
       account_id: input.accountId,
       workflow_id: input.workflowId,
@@ -165,13 +170,54 @@ export async function insertWorkflowExecution(
       user_id: input.userId,
       credential_id: input.credentialId,
       credential_type: input.credentialType,
-      definition_sha256: definitionSha256,
+      definition_sha256: definition?.sha256 ?? null,
       retry_of: input.retryOf ?? null,
       created_at: now,
       updated_at: now,
       started_at: now,
-    })
+    },
+  };
+}
+
+export async function insertWorkflowExecution(
+  db: Database,
+  input: NewWorkflowExecution,
+): Promise<WorkflowExecutionRow> {
+  const rows = newExecutionRows(input);
+  if (rows.definition) {
+    await db('run_definitions').insert(rows.definition).onConflict('sha256').ignore();
+  }
+  const [row] = (await db('workflow_executions')
+    .insert(rows.execution)
     .returning('*')) as WorkflowExecutionRow[];
+  return row!;
+}
+
+/**
+ * Records a new execution and the rows that go with it (`alongside(executionId)`: its audit entry,
+ * its start request) in one statement: data-modifying CTEs, so all of it commits or none does, as
+ * in a transaction, in one round trip instead of one per row plus BEGIN and COMMIT.
+ */
+export async function insertWorkflowExecutionWith(
+  db: Database,
+  input: NewWorkflowExecution,
+  alongside: (executionId: string) => Knex.QueryBuilder[],
+): Promise<WorkflowExecutionRow> {
+  const rows = newExecutionRows(input);
+  let query = db.queryBuilder();
+  if (rows.definition) {
+    query = query.with(
+      'run_definition',
+      db('run_definitions').insert(rows.definition).onConflict('sha256').ignore(),
+    );
+  }
+  alongside(rows.execution.id).forEach((insert, index) => {
+    query = query.with(`alongside_${index}`, insert);
+  });
+  const [row] = (await query
+    .with('execution', db('workflow_executions').insert(rows.execution).returning('*'))
+    .select('*')
+    .from('execution')) as WorkflowExecutionRow[];
   return row!;
 }
 
@@ -188,14 +234,12 @@ function canonicalJson(value: unknown): string {
 }
 
 /**
- * Stores a run's definition once, keyed by the SHA-256 of its canonical JSON (so a retry, which reads
- * it back from jsonb, finds the same row), and answers that key.
+ * A run definition's row, keyed by the SHA-256 of its canonical JSON (so a retry, which reads it back
+ * from jsonb, finds the same row); stored once, since its inserts ignore a conflict.
  */
-async function storeRunDefinition(db: Database, definition: RunDefinition): Promise<string> {
+function runDefinitionRow(definition: RunDefinition): { sha256: string; definition: string } {
   const json = canonicalJson(definition);
-  const sha256 = createHash('sha256').update(json).digest('hex');
-  await db('run_definitions').insert({ sha256, definition: json }).onConflict('sha256').ignore();
-  return sha256;
+  return { sha256: createHash('sha256').update(json).digest('hex'), definition: json };
 }
 
 /** The definition a run started with; null for a run recorded before definitions were kept. */

@@ -14,6 +14,7 @@ import {
 } from './execution-records';
 import { localStepsOf } from './local-steps';
 import { enqueueRun } from './run-dispatcher';
+import type { InterpreterInput } from './run-input';
 import { type WorkflowRunner } from './workflow-runner';
 import { dispatchSoon } from './run-workflow';
 import { findWorkflow, type StoredWorkflow } from './workflow-store';
@@ -101,6 +102,7 @@ async function retryOne(
     .orderBy([{ column: 'created_at' }, { column: 'parallel_index' }])) as WorkerExecutionRow[];
   const localSteps = await localStepsOf(db, workflow.accountId, definition.workers);
   let retry: WorkflowExecutionRow;
+  let enqueued: InterpreterInput | undefined;
   try {
     retry = await db.transaction(async (trx) => {
       const row = await insertWorkflowExecution(trx, {
@@ -132,7 +134,7 @@ async function retryOne(
       });
       // Its start request goes to the run outbox in the same transaction, as for every run: a retry
       // accepted while Temporal is down starts when it answers, never twice.
-      await enqueueRun(trx, {
+      enqueued = {
         executionId: row.id,
         accountId: workflow.accountId,
         workflowId: workflow.id,
@@ -143,7 +145,8 @@ async function retryOne(
         plan: definition.plan,
         localSteps,
         retryOf: failed.id,
-      });
+      };
+      await enqueueRun(trx, enqueued);
       return row;
     });
   } catch (error) {
@@ -155,7 +158,7 @@ async function retryOne(
     }
     throw error;
   }
-  await dispatchSoon(db, runner, retry.id);
+  await dispatchSoon(db, runner, enqueued!);
   return retry;
 }
 

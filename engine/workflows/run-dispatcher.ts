@@ -18,11 +18,32 @@ const OUTBOX = 'workflow_run_outbox';
 
 /** Longer than a start may take (the runner's deadline), so a live claim never lapses. */
 const LEASE_SECONDS = 30;
+/**
+ * How long the request that wrote a row holds it for its own start (longer than the runner's 5 s
+ * deadline, so a dispatcher never overlaps a live start): the row is written claimed, and the
+ * request starts it without a claim round trip. A request that dies first leaves a row that any
+ * dispatcher takes once this has passed.
+ */
+const WRITER_HOLD_SECONDS = 10;
 /** Retries back off from 250 ms up to this, so a returning Temporal is noticed within seconds. */
 const MAX_BACKOFF_MS = 2_000;
 
+/**
+ * Writes a run's start request, claimed by the writer (its first attempt): the writer then calls
+ * `dispatchEnqueuedRun` after its commit.
+ */
 export async function enqueueRun(trx: Knex.Transaction | Database, input: InterpreterInput): Promise<void> {
-  await trx(OUTBOX).insert({ execution_id: input.executionId, input: JSON.stringify(input) });
+  await runOutboxInsert(trx, input);
+}
+
+/** The insert of `enqueueRun`, to run inside a caller's statement (a data-modifying CTE). */
+export function runOutboxInsert(db: Knex.Transaction | Database, input: InterpreterInput): Knex.QueryBuilder {
+  return db(OUTBOX).insert({
+    execution_id: input.executionId,
+    input: JSON.stringify(input),
+    attempts: 1,
+    available_at: db.raw('now() + make_interval(secs => ?)', [WRITER_HOLD_SECONDS]),
+  });
 }
 
 interface ClaimedRun {
@@ -55,6 +76,7 @@ async function dispatchClaimed(
   db: Database,
   runner: WorkflowRunner,
   run: ClaimedRun,
+  afterStart: (deleted: Promise<void>) => Promise<void> = (deleted) => deleted,
 ): Promise<DispatchOutcome> {
   // A run that already ended (the row outlived its start, or an operator closed the run) is not
   // started again, even after Temporal has forgotten the first start (namespace retention).
@@ -74,8 +96,39 @@ async function dispatchClaimed(
       });
     return 'retry';
   }
-  await db(OUTBOX).where({ execution_id: run.execution_id }).delete();
+  await afterStart(
+    db(OUTBOX)
+      .where({ execution_id: run.execution_id })
+      .delete()
+      .then(() => undefined),
+  );
   return 'started';
+}
+
+/**
+ * Starts a run whose start request the caller has just committed with `enqueueRun` (so it holds the
+ * row: no claim round trip, and the run is RUNNING). Resolves once Temporal has the start (or
+ * refused it): the row's delete goes on behind it, since a row that outlives a start only makes a
+ * later dispatch find the run already started and delete it. Never throws: whatever fails is
+ * retried by a dispatcher.
+ */
+export async function dispatchEnqueuedRun(
+  db: Database,
+  runner: WorkflowRunner,
+  input: InterpreterInput,
+): Promise<DispatchOutcome> {
+  try {
+    return await dispatchClaimed(
+      db,
+      runner,
+      { execution_id: input.executionId, input, attempts: 1, run_status: 'RUNNING' },
+      async (deleted) => {
+        deleted.catch(() => undefined);
+      },
+    );
+  } catch {
+    return 'retry';
+  }
 }
 
 /**

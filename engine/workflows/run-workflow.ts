@@ -1,10 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { recordAudit } from '../store/audit-trail';
+import { auditRow } from '../store/audit-trail';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
-import { insertWorkflowExecution, type Trigger, type WorkflowExecutionRow } from './execution-records';
+import { insertWorkflowExecutionWith, type Trigger, type WorkflowExecutionRow } from './execution-records';
 import { localStepsOf } from './local-steps';
-import { dispatchRun, enqueueRun } from './run-dispatcher';
+import { dispatchEnqueuedRun, dispatchRun, runOutboxInsert } from './run-dispatcher';
 import type { InterpreterInput } from './run-input';
 import { parseDefinition } from './workflow-definition';
 import type { WorkflowRunner } from './workflow-runner';
@@ -14,7 +14,7 @@ import { findWorkflow } from './workflow-store';
 const INLINE_DISPATCH_WAIT_MS = 300;
 /**
  * Records a RUNNING execution, its EXECUTE audit entry and its start request (the run outbox) in one
- * transaction, then tries to hand the run to Temporal at once; when Temporal is unreachable the run
+ * statement (atomic, as a transaction), then tries to hand the run to Temporal at once; when Temporal is unreachable the run
  * is accepted all the same and a dispatcher (run-dispatcher.ts) starts it as soon as Temporal
  * answers. Every trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`,
  * with an actor of source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION,
@@ -61,8 +61,11 @@ export async function runWorkflow(
       return existing;
     }
   }
-  const execution = await db.transaction(async (trx) => {
-    const row = await insertWorkflowExecution(trx, {
+  let enqueued: InterpreterInput | undefined;
+  // The execution, its audit entry and its start request: one statement, so one round trip.
+  const execution = await insertWorkflowExecutionWith(
+    db,
+    {
       executionId: input.executionId,
       accountId: workflow.accountId,
       workflowId: workflow.id,
@@ -76,27 +79,38 @@ export async function runWorkflow(
       credentialId: actor.principal.credentialId,
       credentialType: actor.principal.credentialType,
       definition: { workers, plan },
-    });
-    await recordAudit(trx, actor, {
-      operation: 'EXECUTE',
-      activity: `Started workflow execution of ${workflow.name}`,
-      entityId: row.id,
-      entityType: 'WorkflowExecution',
-      entityName: workflow.name,
-      workspace: workflow.workspace,
-    });
-    await enqueueRun(trx, interpreterInput(row.id));
-    return row;
-  });
-  await dispatchSoon(db, runner, execution.id);
+    },
+    (executionId) => {
+      enqueued = interpreterInput(executionId);
+      return [
+        db('audit_logs').insert(
+          auditRow(actor, {
+            operation: 'EXECUTE',
+            activity: `Started workflow execution of ${workflow.name}`,
+            entityId: executionId,
+            entityType: 'WorkflowExecution',
+            entityName: workflow.name,
+            workspace: workflow.workspace,
+          }),
+        ),
+        runOutboxInsert(db, enqueued),
+      ];
+    },
+  );
+  await dispatchSoon(db, runner, enqueued!);
   return execution;
 }
 
 /**
  * Dispatches a run whose start request was just committed to the outbox, waiting a moment at most:
  * what is not started by then finishes (or is retried) behind the reply, so a slow or absent
- * Temporal never holds the request, and the accepted run is started once it answers.
+ * Temporal never holds the request, and the accepted run is started once it answers. The reply
+ * waits for Temporal's answer only, not for the outbox row's delete.
  */
-export async function dispatchSoon(db: Database, runner: WorkflowRunner, executionId: string): Promise<void> {
-  await Promise.race([dispatchRun(db, runner, executionId), delay(INLINE_DISPATCH_WAIT_MS)]);
+export async function dispatchSoon(
+  db: Database,
+  runner: WorkflowRunner,
+  input: InterpreterInput,
+): Promise<void> {
+  await Promise.race([dispatchEnqueuedRun(db, runner, input), delay(INLINE_DISPATCH_WAIT_MS)]);
 }

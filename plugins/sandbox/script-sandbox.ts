@@ -136,6 +136,37 @@ function encodeArgs(args: unknown, maxBytes: number): { json: string } | { error
 }
 
 /**
+ * One empty isolate made ahead, after a run ends, so that the next run with the same memory limit
+ * does not wait for `new Isolate` (a millisecond or two) on its critical path. It has never run
+ * anything: taking it is the same as making it then. At most one is kept.
+ */
+let spare: { memoryLimitMb: number; isolate: ivm.Isolate } | null = null;
+let spareScheduled = false;
+
+function takeSpareIsolate(memoryLimitMb: number): ivm.Isolate | null {
+  if (spare === null || spare.memoryLimitMb !== memoryLimitMb || spare.isolate.isDisposed) return null;
+  const { isolate } = spare;
+  spare = null;
+  return isolate;
+}
+
+function prepareSpareIsolate(memoryLimitMb: number): void {
+  if (spareScheduled) return;
+  spareScheduled = true;
+  setImmediate(() => {
+    spareScheduled = false;
+    if (spare?.memoryLimitMb === memoryLimitMb && !spare.isolate.isDisposed) return;
+    const previous = spare;
+    spare = { memoryLimitMb, isolate: new ivm.Isolate({ memoryLimit: memoryLimitMb }) };
+    try {
+      if (previous && !previous.isolate.isDisposed) previous.isolate.dispose();
+    } catch {
+      // Already disposed.
+    }
+  }).unref();
+}
+
+/**
  * One isolate and its deadline. `abort` ends the run from the host side (timeout, bridge fault) by
  * disposing the isolate, which is the only way to stop a script that is waiting rather than running.
  */
@@ -152,7 +183,8 @@ class IsolateRun {
     private readonly limits: SandboxLimits,
     startedAt: number,
   ) {
-    this.isolate = new ivm.Isolate({ memoryLimit: limits.memoryLimitMb });
+    this.isolate =
+      takeSpareIsolate(limits.memoryLimitMb) ?? new ivm.Isolate({ memoryLimit: limits.memoryLimitMb });
     this.deadline = startedAt + limits.timeoutMs;
     this.aborted = new Promise<never>((_, reject) => {
       this.rejectAborted = reject;
@@ -212,6 +244,7 @@ class IsolateRun {
   close(): void {
     clearTimeout(this.timer);
     this.dispose();
+    prepareSpareIsolate(this.limits.memoryLimitMb);
   }
 
   private memoryError(): SandboxError {
