@@ -34,6 +34,7 @@ const ENGINE_LAYERS = [
   'files',
   'worker-templates',
   'workflows',
+  'sdk',
   'runtime',
 ];
 

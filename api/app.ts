@@ -32,6 +32,8 @@ import fileContentRoutes from './routes/file-content';
 import fileRoutes from './routes/files';
 import healthCheckRoutes from './routes/health-check';
 import integrationRoutes from './routes/integrations';
+import marketDataRoutes from './routes/market-data';
+import sdkFunctionRoutes from './routes/sdk-function';
 import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import portfolioRoutes from './routes/portfolios';
@@ -182,6 +184,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(analyticsRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
+      await v2.register(marketDataRoutes, { db: deps.db });
       await v2.register(fileRoutes, {
         db: deps.db,
         maxPayloadBytes: deps.config.maxPayloadBytes,
@@ -198,5 +201,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   };
   await app.register(fileContentRoutes, pageOptions);
   await app.register(reportPageRoutes, pageOptions);
+  await app.register(sdkFunctionRoutes, {
+    db: deps.db,
+    workflows: deps.workflows,
+    maxPayloadBytes: deps.config.maxPayloadBytes,
+    publicUrl: deps.config.publicUrl,
+  });
   return app;
 }

@@ -10,6 +10,7 @@ import {
   updateResource,
 } from '../../engine/store/resource-kind';
 import { errorResponses, Timestamp } from '../schemas/common';
+import { registerFilterRoute } from './entity-filter';
 import { listQuerystring, listReply, listRequest, looseBoolean, Nullable } from '../schemas/entity-lists';
 import {
   Description,
@@ -63,6 +64,8 @@ export interface ResourceRoutes {
    * answer beyond the generic ones (403 for a read-only record, 409 for a referenced one).
    */
   operations?: Partial<Record<Operation, false | OperationDoc>>;
+  /** `POST <path>/filter`: the list with its parameters in a JSON body (the PyPI clients' `filter()`). */
+  filter?: boolean;
 }
 
 export type Operation = 'create' | 'list' | 'retrieve' | 'update' | 'delete';
@@ -179,6 +182,8 @@ export function resourceRoutes(spec: ResourceRoutes): FastifyPluginAsyncTypebox<
     for (const schema of spec.schemas ?? []) app.addSchema(schema);
     app.addSchema(View);
     if (Created !== View) app.addSchema(Created);
+
+    if (spec.filter) registerFilterRoute(app, db, { kind, path, plural, tag, view: View });
 
     if (routed('create'))
       app.post(

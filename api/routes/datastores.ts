@@ -19,4 +19,5 @@ export default resourceRoutes({
   properties: { data: Rows },
   fields: { data: Rows },
   createOmits: { flag: 'with_data', field: 'data' },
+  filter: true,
 });

@@ -60,4 +60,5 @@ export default resourceRoutes({
     }),
   },
   createOmits: { flag: 'with_securities', field: 'securities' },
+  filter: true,
 });

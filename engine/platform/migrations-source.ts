@@ -13,6 +13,7 @@ import * as runOutbox from '../../migrations/20261124020000_run_outbox';
 import * as credentialNotify from '../../migrations/20261124030000_credential_notify';
 import * as rateLimitUnlogged from '../../migrations/20261124040000_rate_limit_unlogged';
 import * as runEndNotify from '../../migrations/20261125000000_run_end_notify';
+import * as userCache from '../../migrations/20261126010000_user_cache';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -33,6 +34,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261124030000_credential_notify', credentialNotify],
   ['20261124040000_rate_limit_unlogged', rateLimitUnlogged],
   ['20261125000000_run_end_notify', runEndNotify],
+  ['20261126010000_user_cache', userCache],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

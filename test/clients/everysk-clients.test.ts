@@ -3,10 +3,12 @@ import path from 'node:path';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
 import {
   EXPECTED_SCENARIOS,
+  LAYER_SCRIPTS,
   MARKET_DATA,
   PYPI_CLIENTS,
   runClientScenarios,
   SCENARIO_ENDERS,
+  SDK_CLIENT,
 } from '../support/pypi-clients';
 import { pythonVenv } from '../support/python-venv';
 import { startHarness, workerId, type WorkflowHarness } from '../workflows/workflow-harness';
@@ -43,7 +45,9 @@ describe('the PyPI clients everysk 1.0.17 and everysk-lib 1.14.2 against a live 
       workflows[key] = workflow.id;
     }
     // Creating venvs the first time installs from PyPI; later runs reuse them.
-    await Promise.all(PYPI_CLIENTS.map((client) => pythonVenv(client.venv, [...client.requirements])));
+    await Promise.all(
+      [...PYPI_CLIENTS, SDK_CLIENT].map((client) => pythonVenv(client.venv, [...client.requirements])),
+    );
   }, 300_000);
 
   afterAll(async () => {
@@ -78,6 +82,37 @@ describe('the PyPI clients everysk 1.0.17 and everysk-lib 1.14.2 against a live 
         stderr: '',
       });
       expect(results.map((result) => result.name)).toEqual(EXPECTED_SCENARIOS);
+    },
+    300_000,
+  );
+
+  // One script per layer of the clients (market data, filter, …), each run by the clients it is for.
+  test.each(
+    LAYER_SCRIPTS.flatMap((layer) =>
+      (layer.clients ?? PYPI_CLIENTS).map((client) => [layer.script, client.venv, layer, client] as const),
+    ),
+  )(
+    '%s with %s: every scenario passes',
+    async (_script, _name, layer, client) => {
+      const { results, stderr } = await runClientScenarios(
+        client,
+        {
+          baseUrl,
+          sid: h.account.key.account_sid,
+          token: h.account.key.auth_token,
+          workflowOk: workflows.ok!,
+          workflowFail: workflows.fail!,
+          reportId: '',
+        },
+        layer.script,
+      );
+      const failures = results.filter((result) => !result.ok).map((r) => `${r.name}: ${String(r.detail)}`);
+      const complete = results.length === layer.scenarios.length;
+      expect({ failures, stderr: failures.length || !complete ? stderr : '' }).toEqual({
+        failures: [],
+        stderr: '',
+      });
+      expect(results.map((result) => result.name)).toEqual(layer.scenarios);
     },
     300_000,
   );

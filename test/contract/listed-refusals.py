@@ -49,7 +49,9 @@ def refusal_names_a_listed_rule(ctx, response, case):
         return None
     rules = _rules(ctx)
     try:
-        message = response.json()["message"]
+        body = response.json()
+        # The SDK endpoint answers in the SDK's own error shape, {error_message, error_module}.
+        message = body["error_message"] if "error_message" in body else body["message"]
     except Exception:
         raise AssertionError(f"A 400 without a {{code, message}} body: {response.text[:300]!r}") from None
     if any(re.search(rule["message"], message) for rule in rules):

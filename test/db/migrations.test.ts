@@ -32,6 +32,7 @@ describe('migrations', () => {
         '20261124030000_credential_notify',
         '20261124040000_rate_limit_unlogged',
         '20261125000000_run_end_notify',
+        '20261126010000_user_cache',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -49,6 +50,7 @@ describe('migrations', () => {
         { name: '20261124030000_credential_notify' },
         { name: '20261124040000_rate_limit_unlogged' },
         { name: '20261125000000_run_end_notify' },
+        { name: '20261126010000_user_cache' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

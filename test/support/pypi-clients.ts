@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { pythonVenv } from './python-venv';
 
 const run = promisify(execFile);
-const SCENARIOS = path.resolve(__dirname, '..', 'clients', 'client_scenarios.py');
+const CLIENTS_DIR = path.resolve(__dirname, '..', 'clients');
 /** The market data the calculation scenarios read (imported by each suite its own way). */
 export const MARKET_DATA = path.resolve(__dirname, '..', '..', '..', 'shared', 'data', 'market');
 
@@ -23,7 +23,18 @@ export const PYPI_CLIENTS = [
     urlVariable: 'EVERYSK_API_URL',
   },
 ] as const;
-export type PypiClient = (typeof PYPI_CLIENTS)[number];
+export type PypiClient = (typeof PYPI_CLIENTS)[number] | typeof SDK_CLIENT;
+
+/**
+ * everysk-lib's SDK layer (`everysk.sdk`) needs httpx with HTTP/2, which no extra of the package
+ * pulls in without a web server: its own virtualenv, pointed at the service by EVERYSK_SDK_URL.
+ */
+export const SDK_CLIENT = {
+  name: 'lib',
+  venv: 'everysk-lib-1.14.2-sdk',
+  requirements: ['everysk-lib[requests]==1.14.2', 'httpx[http2]==0.28.1'],
+  urlVariable: 'EVERYSK_SDK_URL',
+} as const;
 
 /** test/clients/client_scenarios.py prints one line per scenario, in this order. */
 export const EXPECTED_SCENARIOS = [
@@ -47,6 +58,47 @@ export const EXPECTED_SCENARIOS = [
   'workflow_failure',
 ];
 
+/**
+ * The scenario scripts beside client_scenarios.py, one per layer of the clients, each with the
+ * scenarios it prints in order. `clients` narrows a script to the clients it is written for.
+ */
+export const LAYER_SCRIPTS: ReadonlyArray<{
+  script: string;
+  scenarios: readonly string[];
+  /** The clients that run it (both PyPI clients when absent). */
+  clients?: readonly PypiClient[];
+}> = [
+  {
+    script: 'market_data_scenarios.py',
+    scenarios: [
+      'symbols_search',
+      'symbols_check_before_creating_a_portfolio',
+      'symbols_price_and_historical',
+      'latest_prices',
+      'market_data_error_bodies',
+    ],
+  },
+  { script: 'filter_scenarios.py', scenarios: ['portfolio_filter_by_tags', 'datastore_filter'] },
+  {
+    script: 'sdk_scenarios.py',
+    clients: [SDK_CLIENT],
+    scenarios: [
+      'portfolio_entity_lifecycle',
+      'validation_matches_v2',
+      'many_forms',
+      'queries',
+      'custom_index_by_symbol',
+      'file_entity',
+      'report_entity',
+      'workflow_run_and_wait',
+      'market_data',
+      'user_cache',
+      'user_lock',
+      'not_offered',
+    ],
+  },
+];
+
 /** The enders of the two STARTER → ENDER workflows the scenarios run: one doubles `amount`, one fails. */
 export const SCENARIO_ENDERS = {
   ok: 'function main(args) { return { doubled: args.inputs.amount * 2 }; }',
@@ -66,12 +118,15 @@ export interface ScenarioTarget {
 export async function runClientScenarios(
   client: PypiClient,
   target: ScenarioTarget,
+  script = 'client_scenarios.py',
 ): Promise<{ results: Array<{ name: string; ok: boolean; detail: unknown }>; stderr: string }> {
   const bin = await pythonVenv(client.venv, [...client.requirements]);
   const env = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
     PAS_CLIENT: client.name,
+    // The scripts import scenario_kit.py beside them: no __pycache__ left in the work tree.
+    PYTHONDONTWRITEBYTECODE: '1',
     [client.urlVariable]: target.baseUrl,
     EVERYSK_API_SID: target.sid,
     EVERYSK_API_TOKEN: target.token,
@@ -82,7 +137,10 @@ export async function runClientScenarios(
   let stdout = '';
   let stderr = '';
   try {
-    ({ stdout, stderr } = await run(path.join(bin, 'python'), [SCENARIOS], { env, timeout: 240_000 }));
+    ({ stdout, stderr } = await run(path.join(bin, 'python'), [path.join(CLIENTS_DIR, script)], {
+      env,
+      timeout: 240_000,
+    }));
   } catch (error) {
     ({ stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string });
   }
