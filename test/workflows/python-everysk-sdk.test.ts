@@ -30,6 +30,8 @@ def main(args):
     tag = inputs['tag']
     if inputs.get('foreign_id'):
         return trespass(inputs['foreign_id'])
+    if inputs.get('probe'):
+        return probe()
 
     portfolio = Portfolio(
         name='Hosted book',
@@ -73,6 +75,34 @@ def main(args):
     }
 
 
+def probe():
+    # Bodies everysk-lib never sends, posted to the channel with the step's own credentials: each is
+    # refused as the HTTP route refuses it, with the SDK's error body.
+    import gzip
+    import json
+
+    def post(body, headers):
+        headers = dict(headers, Authorization='Bearer %s:%s' % (os.environ['EVERYSK_API_SID'], os.environ['EVERYSK_API_TOKEN']))
+        request = urllib.request.Request(os.environ['EVERYSK_SDK_URL'] + '/v1/sdk_function', data=body, headers=headers, method='POST')
+        try:
+            with urllib.request.urlopen(request) as response:
+                return [response.status, json.load(response)]
+        except urllib.error.HTTPError as error:
+            return [error.code, json.load(error)]
+
+    call = json.dumps({'class_name': 'UserCache', 'method_name': 'get', 'self_obj': None, 'params': {'key': 'k'}}).encode()
+    return {
+        'plain': post(call, {'Content-Type': 'application/json'}),
+        'gzip': post(gzip.compress(call), {'Content-Type': 'text/html', 'Content-Encoding': 'gzip'}),
+        'not_gzip': post(b'not gzip', {'Content-Type': 'text/html', 'Content-Encoding': 'gzip'}),
+        'brotli': post(call, {'Content-Type': 'text/html', 'Content-Encoding': 'br'}),
+        'not_json': post(b'<html>', {'Content-Type': 'text/html'}),
+        'proto': post(b'{"class_name": "UserCache", "method_name": "get", "__proto__": {"x": 1}}', {'Content-Type': 'text/html'}),
+        'bomb': post(gzip.compress(b' ' * (17 * 1024 * 1024)), {'Content-Type': 'text/html', 'Content-Encoding': 'gzip'}),
+        'not_offered': post(json.dumps({'class_name': 'Secrets', 'method_name': 'get'}).encode(), {'Content-Type': 'text/html'}),
+    }
+
+
 def trespass(foreign_id):
     out = {'retrieved': repr(Portfolio.retrieve(foreign_id))}
     try:
@@ -113,6 +143,7 @@ describe('everysk-lib’s everysk.sdk inside a Python step', () => {
       form_inputs: [
         { id: 'tag', type: 'text' },
         { id: 'foreign_id', type: 'text' },
+        { id: 'probe', type: 'text' },
       ],
     });
     if (res.statusCode !== 200) throw new Error(`publish: ${res.statusCode} ${res.body}`);
@@ -233,6 +264,22 @@ describe('everysk-lib’s everysk.sdk inside a Python step', () => {
       }),
     });
     expect(outside.statusCode).toBe(401);
+  }, 180_000);
+
+  test('the channel refuses what the HTTP route refuses: bad encodings, bodies that are not JSON, a gzip bomb', async () => {
+    const { step } = await runStep({ tag: 'probe', foreign_id: '', probe: 'yes' });
+    expect(step.error_message).toBeNull();
+    const value = 'everysk.core.exceptions.SDKValueError';
+    expect(step.result).toEqual({
+      plain: [200, null],
+      gzip: [200, null],
+      not_gzip: [400, { error_message: 'malformed compressed request body', error_module: value }],
+      brotli: [400, { error_message: 'unsupported Content-Encoding', error_module: value }],
+      not_json: [400, { error_message: 'Request body is not valid JSON.', error_module: value }],
+      proto: [400, { error_message: 'Object contains forbidden prototype property', error_module: value }],
+      bomb: [413, { error_message: expect.stringMatching(/once inflated/), error_module: value }],
+      not_offered: [400, { error_message: expect.stringMatching(/not offered/), error_module: value }],
+    });
   }, 180_000);
 
   test('another account’s portfolio id is not found from a step: not read, not changed, not removed', async () => {
