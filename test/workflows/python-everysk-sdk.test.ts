@@ -32,6 +32,11 @@ def main(args):
         return trespass(inputs['foreign_id'])
     if inputs.get('probe'):
         return probe()
+    if inputs.get('workflow_id'):
+        from everysk.sdk.entities.workflow.base import Workflow
+
+        execution = Workflow(id=inputs['workflow_id']).run_and_wait(parameters={'amount': 21}, timeout=120, poll_interval=0.2)
+        return {'data': execution.result.data, 'status': execution.result.status}
 
     portfolio = Portfolio(
         name='Hosted book',
@@ -144,6 +149,7 @@ describe('everysk-lib’s everysk.sdk inside a Python step', () => {
         { id: 'tag', type: 'text' },
         { id: 'foreign_id', type: 'text' },
         { id: 'probe', type: 'text' },
+        { id: 'workflow_id', type: 'text' },
       ],
     });
     if (res.statusCode !== 200) throw new Error(`publish: ${res.statusCode} ${res.body}`);
@@ -281,6 +287,47 @@ describe('everysk-lib’s everysk.sdk inside a Python step', () => {
       not_offered: [400, { error_message: expect.stringMatching(/not offered/), error_module: value }],
     });
   }, 180_000);
+
+  test('Workflow.run_and_wait from a step starts another run of the account and reads its Ender’s result', async () => {
+    const ids = [workerId(), workerId()];
+    const target = await h.store({
+      name: 'Doubler',
+      workers: [
+        { id: ids[0], name: 'Start', type: 'STARTER', next: [ids[1]] },
+        {
+          id: ids[1],
+          name: 'End',
+          type: 'ENDER',
+          script: 'function main(args) { return { doubled: args.inputs.amount * 2 }; }',
+        },
+      ],
+    });
+    const { step } = await runStep({ tag: 'nested', foreign_id: '', workflow_id: target.id });
+    expect(step.error_message).toBeNull();
+    expect(step.result).toEqual({ data: { doubled: 42 }, status: 'OK' });
+    const runs = await h
+      .db('workflow_executions')
+      .where({ workflow_id: target.id })
+      .select('account_id', 'run_status');
+    expect(runs).toEqual([{ account_id: h.account.accountId, run_status: 'SUCCEEDED' }]);
+    // Another account's workflow id is not found from a step.
+    const theirIds = [workerId(), workerId()];
+    const theirs = await h.store(
+      {
+        name: 'Theirs',
+        workers: [
+          { id: theirIds[0], name: 'Start', type: 'STARTER', next: [theirIds[1]] },
+          { id: theirIds[1], name: 'End', type: 'ENDER', script: 'function main() { return 1; }' },
+        ],
+      },
+      other,
+    );
+    const refused = await runStep({ tag: 'nested', foreign_id: '', workflow_id: theirs.id });
+    expect(refused.step.error_message).toMatch(/not found/i);
+    expect(await h.db('workflow_executions').where({ workflow_id: theirs.id }).count()).toEqual([
+      { count: 0 },
+    ]);
+  }, 240_000);
 
   test('another account’s portfolio id is not found from a step: not read, not changed, not removed', async () => {
     const created = await h.call(
