@@ -29,6 +29,7 @@ export async function createTemporalWorker(options: {
   /** Where the Python templates' virtualenvs live. */
   pythonEnvironments?: string;
 }): Promise<Worker> {
+  const runner = options.client ? temporalWorkflowRunner(options.client, options.taskQueue) : null;
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
@@ -40,11 +41,9 @@ export async function createTemporalWorker(options: {
         sandboxLimits: options.sandboxLimits,
         simulation: options.simulation,
         pythonEnvironments: options.pythonEnvironments,
+        workflows: runner,
       }),
-      ...createTriggerActivities(
-        options.db,
-        options.client ? temporalWorkflowRunner(options.client, options.taskQueue) : null,
-      ),
+      ...createTriggerActivities(options.db, runner),
     },
     // Workers share the host with the sandbox isolates; keep concurrency within 2 cores.
     maxConcurrentActivityTaskExecutions: 8,

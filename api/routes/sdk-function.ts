@@ -3,23 +3,17 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../engine/platform/database';
 import { DomainError } from '../../engine/platform/errors';
 import { callSdkFunction, type SdkDependencies } from '../../engine/sdk/sdk-function';
+import { parseSdkJson, sdkErrorBody } from '../../engine/sdk/sdk-http';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import { describeError } from '../http/error-handler';
 
 /**
  * `POST /v1/sdk_function`, outside /v2: everysk-lib's SDK layer. The client sends its call as gzip
  * JSON (`Content-Encoding: gzip`, inflated by request-encoding.ts) labelled `text/html`; this route
- * reads it as JSON whatever the label, hands it to the engine (engine/sdk/sdk-function.ts) and
+ * reads it as JSON whatever the label (engine/sdk/sdk-http.ts, as a worker step's SDK channel does), hands it to the engine (engine/sdk/sdk-function.ts) and
  * answers plain JSON. Errors are the SDK's `{error_message, error_module}`, with the status
  * of the same error on /v2; `error_module` names the client's exception class.
  */
-
-/** The client's exception classes (everysk.core.exceptions) for each status. */
-function errorModule(status: number): string {
-  if (status === 404) return 'everysk.core.exceptions.EntityNotFound';
-  if (status === 400 || status === 413) return 'everysk.core.exceptions.SDKValueError';
-  return 'everysk.core.exceptions.SDKError';
-}
 
 export const SdkError = Type.Object(
   {
@@ -65,10 +59,19 @@ const sdkFunction: FastifyPluginAsync<{
     workflows: options.workflows,
     publicUrl: options.publicUrl,
   };
-  // The client labels its JSON text/html; in this route only, that label is read as JSON.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser(['text/html', 'text/plain'], { parseAs: 'string' }, (request, body, done) =>
-    parseJson(request, body as string, done),
+  // The client labels its JSON text/html; in this route only, that label is read as JSON, by the
+  // parser a worker step's SDK channel uses too (in place of Fastify's own, in this route only).
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser(
+    ['application/json', 'text/html', 'text/plain'],
+    { parseAs: 'string' },
+    (_request, body, done) => {
+      try {
+        done(null, parseSdkJson(body as string));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    },
   );
   app.addSchema(SdkError);
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
@@ -77,7 +80,7 @@ const sdkFunction: FastifyPluginAsync<{
         ? { status: error.status, message: error.message }
         : describeError(error, options.maxPayloadBytes, request);
     if (status >= 500) request.log.error({ err: error }, 'sdk_function failed');
-    return reply.code(status).send({ error_message: message, error_module: errorModule(status) });
+    return reply.code(status).send(sdkErrorBody(status, message));
   });
 
   // everysk-lib posts to /v1/sdk_function; the document lists the same route under /v2, where the

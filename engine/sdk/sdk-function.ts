@@ -27,7 +27,8 @@ import { cacheMethod, lockMethod } from './user-cache';
 
 export interface SdkDependencies {
   db: Database;
-  workflows: WorkflowRunner;
+  /** Starts runs (Workflow.run); null where none is at hand (a worker without a Temporal client). */
+  workflows: WorkflowRunner | null;
   /** The service's base URL: reports show absolute addresses. */
   publicUrl: string;
 }
@@ -124,6 +125,9 @@ async function workflowMethod(
   if (className === 'Workflow' && method === 'run') {
     const parameters = params.parameters ?? {};
     if (!isPlainObject(parameters)) throw new InvalidInput('parameters must be an object.');
+    if (deps.workflows === null) {
+      throw new NotOffered(className, method, 'this worker has no connection to start runs with');
+    }
     const { id, workspace } = await workspaceOfWorkflow(deps.db, accountId, selfDict.id);
     const execution = await runWorkflow(deps.db, deps.workflows, actor, {
       workflowId: id,

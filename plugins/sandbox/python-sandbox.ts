@@ -52,8 +52,19 @@ export const PYTHON_FIXED_LIMITS = Object.freeze({
 /** The loopback port inside the sandbox that forwards to the host's SDK socket. */
 export const SDK_PORT = 8765;
 
-/** A route on the SDK channel beside the SDK functions, such as the client SDK's /v1/sdk_function. */
-export type ChannelRoute = (body: Buffer) => Promise<{ status: number; body: unknown }>;
+/**
+ * A route on the SDK channel beside the SDK functions, such as the client SDK's /v1/sdk_function:
+ * the body as sent and the request's headers in; a string body out is sent as it is (JSON text),
+ * any other value as its JSON.
+ */
+export type ChannelRoute = (
+  body: Buffer,
+  headers: http.IncomingHttpHeaders,
+) => Promise<{ status: number; body: unknown }>;
+
+/** Names a step's environment may set (upper case), and those the sandbox sets itself. */
+const VARIABLE_NAME = /^[A-Z][A-Z0-9_]{0,99}$/;
+const RESERVED_VARIABLES = /^(HOME|TMPDIR|LANG|PATH|PYTHON.*|PAS_.*|LD_.*|OPENBLAS_.*|OMP_.*|MKL_.*)$/;
 
 export interface PythonRun {
   source: string;
@@ -67,6 +78,8 @@ export interface PythonRun {
   bridge?: Record<string, HostFunction>;
   /** More routes of the channel, by exact path (POST only). */
   routes?: Record<string, ChannelRoute>;
+  /** More environment variables in the sandbox (upper-case names; not the sandbox's own). */
+  environment?: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -142,7 +155,7 @@ async function serveChannel(
         const route = Object.hasOwn(routes, url) ? routes[url] : undefined;
         if (route) {
           try {
-            const answer = await route(body);
+            const answer = await route(body, request.headers);
             return send(answer.status, answer.body);
           } catch {
             return send(500, { code: 'internal', message: 'The SDK call failed on the service side.' });
@@ -247,6 +260,11 @@ export async function runPythonScript(run: PythonRun): Promise<ScriptOutcome> {
       failure('invalid_input', `Arguments are over the limit of ${limits.maxInputBytes} bytes`),
     );
   }
+  for (const [name, value] of Object.entries(run.environment ?? {})) {
+    if (!VARIABLE_NAME.test(name) || RESERVED_VARIABLES.test(name) || value.includes('\0')) {
+      return measured(failure('script', `The environment variable ${name.slice(0, 100)} cannot be set`));
+    }
+  }
   const problem = pythonSandboxProblem(runtime);
   if (problem !== null) return measured(failure('script', `Python steps cannot run here: ${problem}`));
 
@@ -316,6 +334,7 @@ export async function runPythonScript(run: PythonRun): Promise<ScriptOutcome> {
       '--setenv', 'OPENBLAS_NUM_THREADS', '1',
       '--setenv', 'OMP_NUM_THREADS', '1',
       '--setenv', 'MKL_NUM_THREADS', '1',
+      ...Object.entries(run.environment ?? {}).flatMap(([name, value]) => ['--setenv', name, value]),
       python, '-I', '/sandbox/bootstrap.py', JSON.stringify(settings),
     ];
     const limitArgs = [

@@ -391,6 +391,20 @@ describe('sdk_function', () => {
     });
     expect(text.statusCode).toBe(400);
     expect(text.json()).toHaveProperty('error_message');
+    // Labelled JSON or not, one reader (shared with a Python step's SDK channel): no prototype keys.
+    for (const type of ['application/json', 'text/html']) {
+      const poisoned = await h.app.inject({
+        method: 'POST',
+        url: '/v1/sdk_function',
+        headers: { authorization: h.account.bearer, 'content-type': type },
+        payload: '{"class_name": "UserCache", "method_name": "get", "__proto__": {"x": 1}}',
+      });
+      expect(poisoned.statusCode).toBe(400);
+      expect(poisoned.json()).toEqual({
+        error_message: 'Object contains forbidden prototype property',
+        error_module: 'everysk.core.exceptions.SDKValueError',
+      });
+    }
     const anonymous = await h.app.inject({
       method: 'POST',
       url: '/v1/sdk_function',

@@ -153,6 +153,35 @@ describe('runPythonScript: results, arguments, errors, logs', () => {
     );
     expect(expectSuccess(outcome).result).toEqual({ got: { x: 1 } });
   });
+
+  test('a route sees the request headers and may answer JSON text as it is', async () => {
+    const outcome = await run(
+      'import urllib.request, json\n\ndef main(args):\n    request = urllib.request.Request("http://127.0.0.1:8765/v1/sdk_function", data=b"{}", headers={"Authorization": "Bearer a:b"}, method="POST")\n    return json.load(urllib.request.urlopen(request))\n',
+      {
+        routes: {
+          '/v1/sdk_function': async (_body, headers) => ({
+            status: 200,
+            body: JSON.stringify(headers.authorization),
+          }),
+        },
+      },
+    );
+    expect(expectSuccess(outcome).result).toBe('Bearer a:b');
+  });
+
+  test('environment variables of the step are set; the sandbox’s own ones cannot be replaced', async () => {
+    const outcome = await run(
+      'import os\n\ndef main(args):\n    return os.environ.get("EVERYSK_API_SID")\n',
+      {
+        environment: { EVERYSK_API_SID: 'wkex_step' },
+      },
+    );
+    expect(expectSuccess(outcome).result).toBe('wkex_step');
+    for (const name of ['PATH', 'PAS_SDK_URL', 'PYTHONPATH', 'LD_PRELOAD', 'lower', 'A=B']) {
+      const refused = await run('def main(args):\n    return 1\n', { environment: { [name]: 'x' } });
+      expect(refused).toMatchObject({ ok: false, error: { kind: 'script' } });
+    }
+  });
 });
 
 describe('runPythonScript: hostile scripts end in an error or see nothing, and leave the host healthy', () => {

@@ -35,7 +35,13 @@ import {
   type TemplateSandboxLimits,
   WORKER_TEMPLATE,
 } from '../../engine/kinds/worker-template';
-import { runScript, type SandboxLimits, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
+import {
+  resolveLimits,
+  runScript,
+  type SandboxLimits,
+  type ScriptOutcome,
+} from '../../plugins/sandbox/script-sandbox';
+import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import { runPythonScript } from '../../plugins/sandbox/python-sandbox';
 import {
   DEFAULT_ENVIRONMENT_ROOT,
@@ -43,6 +49,7 @@ import {
 } from '../../engine/worker-templates/python-environments';
 import { transpileTypeScript } from '../../engine/kinds/script-transpiler';
 import { createSdkBridge } from './sdk-bridge';
+import { everyskSdkChannel } from './sdk-channel';
 import { dropJournal, SdkJournal } from './sdk-journal';
 
 export interface WorkerActivityOptions {
@@ -59,6 +66,8 @@ export interface WorkerActivityOptions {
   simulation?: SimulationBackend;
   /** Where the Python templates' virtualenvs live (DATA_DIR/python-environments). */
   pythonEnvironments?: string;
+  /** Starts runs for a step's everysk.sdk Workflow.run; without one, that call says it is not offered. */
+  workflows?: WorkflowRunner | null;
 }
 
 /** A quarter of the interpreter's 20-second heartbeat timeout, so a long script never looks lost. */
@@ -441,6 +450,13 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
             }
             venvDir = built.dir;
           }
+          // everysk-lib's own SDK layer (everysk.sdk) reaches the service through the step's channel.
+          const everysk = everyskSdkChannel(
+            { db, workflows: options.workflows ?? null, publicUrl: options.publicUrl },
+            workerActor(execution),
+            record.id,
+            resolveLimits(limits).maxInputBytes,
+          );
           outcome = await runPythonScript({
             source: program.source,
             entryPoint: program.entryPoint,
@@ -449,6 +465,8 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
             args,
             limits,
             bridge,
+            routes: everysk.routes,
+            environment: everysk.environment,
             signal: cancelledByRun(),
           });
         } else {
