@@ -465,7 +465,17 @@ function serviceTemporalRunner(api: Api, client: Client, workflowId: string): Te
     if (run.status !== 202) throw new Error(`run answered ${run.status}: ${run.body}`);
     const executionId = (JSON.parse(run.body) as { workflow_execution: { id: string } }).workflow_execution
       .id;
-    await client.workflow.getHandle(executionId).result();
+    // A 202 may come before Temporal holds the workflow (a start past the request's wait goes through
+    // the outbox): wait for it rather than count a not-found as a failure. The clock keeps running.
+    for (;;) {
+      try {
+        await client.workflow.getHandle(executionId).result();
+        break;
+      } catch (error) {
+        if ((error as Error).name !== 'WorkflowNotFoundError') throw error;
+        await sleep(5);
+      }
+    }
     return { startedMs, resultMs: performance.now() - t0 };
   };
 }
