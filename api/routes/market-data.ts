@@ -177,7 +177,13 @@ const marketData: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db
           200: Type.Object({
             symbols_historical: Type.Record(
               Type.String(),
-              Type.Array(Type.Tuple([Type.String(), Type.Number()])),
+              // Not a Tuple: schemathesis 4.32 takes a 3.1 tuple (prefixItems) in a response for an invalid schema.
+              Type.Array(
+                Type.Array(Type.Union([Type.String(), Type.Number()]), { minItems: 2, maxItems: 2 }),
+                {
+                  description: '[YYYYMMDD, price] pairs in ascending date order.',
+                },
+              ),
             ),
           }),
           ...errorResponses(),
