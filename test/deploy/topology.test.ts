@@ -7,7 +7,13 @@ import { Client, Connection } from '@temporalio/client';
 import { connectDatabase, type Database } from '../../engine/platform/database';
 import { randomAlphanumeric } from '../../engine/platform/ids';
 import { scheduledExecutionId } from '../../engine/workflows/workflow-schedules';
-import { appProcess, environmentOf, service, temporalServerEnvironment } from '../support/compose-topology';
+import {
+  appProcess,
+  COMPOSE_VARIABLES,
+  environmentOf,
+  service,
+  temporalServerEnvironment,
+} from '../support/compose-topology';
 import { imagePath, Podman, prepareImage, startImageDeployment } from '../support/container-image';
 import { pas } from '../support/pas-cli';
 import {
@@ -621,6 +627,8 @@ describe('the compose topology as processes', () => {
         databaseUrl: t.databaseUrl,
         temporalAddress: t.temporalAddress,
         taskQueue,
+        // The cluster's .env: the node shares its rate limits (counted in PostgreSQL) with the others.
+        variables: COMPOSE_VARIABLES,
       });
       try {
         const direct = async (method: string, url: string, body?: unknown) => {

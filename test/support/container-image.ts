@@ -682,6 +682,11 @@ export interface DeploymentTarget {
   taskQueue?: string;
   /** Where the API listens on the host's network (127.0.0.1); default: a free port. */
   apiPort?: number;
+  /**
+   * Compose variables, as an operator's `.env` gives them to every node (a node joining a cluster
+   * takes the cluster's: its rate limits are counted in the shared database).
+   */
+  variables?: Record<string, string>;
 }
 
 export interface ImageDeployment {
@@ -701,6 +706,7 @@ function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarge
   if (!service) throw new Error(`docker-compose.yml has no service ${name}`);
   const env: Record<string, string> = {
     ...environmentOf(service),
+    ...target.variables,
     DATABASE_URL: target.databaseUrl,
     TEMPORAL_ADDRESS: target.temporalAddress,
   };
