@@ -327,20 +327,9 @@ export async function entityMethod(
       return modify(db, actor, cls, entityId(params.entity_id), params.overwrites);
     case 'modify_many': {
       const ids = idList(params.entity_id_list);
-      return db.transaction(async (trx) => {
-        const out = [];
-        for (const [i, id] of ids.entries())
-          out.push(
-            await modify(
-              trx as unknown as Database,
-              actor,
-              cls,
-              id,
-              overwritesAt(params.overwrites, i, ids.length),
-            ),
-          );
-        return out;
-      });
+      return eachInOneTransaction(db, ids, (trx, id, i) =>
+        modify(trx, actor, cls, id, overwritesAt(params.overwrites, i, ids.length)),
+      );
     }
     case 'remove':
       return remove(db, actor, cls, entityId(params.entity_id));
@@ -355,20 +344,9 @@ export async function entityMethod(
       return clone(db, actor, cls, entityId(params.entity_id), params.overwrites);
     case 'clone_many': {
       const ids = idList(params.entity_id_list);
-      return db.transaction(async (trx) => {
-        const out = [];
-        for (const [i, id] of ids.entries())
-          out.push(
-            await clone(
-              trx as unknown as Database,
-              actor,
-              cls,
-              id,
-              overwritesAt(params.overwrites, i, ids.length),
-            ),
-          );
-        return out;
-      });
+      return eachInOneTransaction(db, ids, (trx, id, i) =>
+        clone(trx, actor, cls, id, overwritesAt(params.overwrites, i, ids.length)),
+      );
     }
     case 'save': {
       const id = selfId();
@@ -638,4 +616,17 @@ export async function queryMethod(
     }
   }
   throw new NotOffered('Query', method);
+}
+
+/** A `*_many` write: each id in turn, all or nothing (one refusal leaves none of them changed). */
+function eachInOneTransaction<T>(
+  db: Database,
+  ids: string[],
+  write: (trx: Database, id: string, index: number) => Promise<T>,
+): Promise<T[]> {
+  return db.transaction(async (trx) => {
+    const out: T[] = [];
+    for (const [i, id] of ids.entries()) out.push(await write(trx as unknown as Database, id, i));
+    return out;
+  });
 }

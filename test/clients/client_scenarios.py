@@ -10,10 +10,8 @@ PAS_CLIENT says which client is installed; PAS_WORKFLOW_OK and PAS_WORKFLOW_FAIL
 import base64
 import json
 import os
-import sys
-import traceback
 
-CLIENT = os.environ['PAS_CLIENT']  # 'legacy' or 'lib'
+from scenario_kit import CLIENT, WORKSPACE, check, finish, scenario
 
 if CLIENT == 'legacy':
     import everysk as api
@@ -22,30 +20,6 @@ else:
     from everysk import api
     from everysk.core.exceptions import APIError
     from everysk.sdk.entities.workflow_execution.polling import WorkflowExecutionFailed
-
-WORKSPACE = 'clients'
-RESULTS = []
-
-
-def scenario(function):
-    try:
-        detail = function()
-        RESULTS.append({'name': function.__name__, 'ok': True, 'detail': detail})
-    except Exception as error:  # pylint: disable=broad-except
-        RESULTS.append(
-            {
-                'name': function.__name__,
-                'ok': False,
-                'detail': '%s: %s\n%s' % (type(error).__name__, error, traceback.format_exc()),
-            }
-        )
-    print(json.dumps(RESULTS[-1]), flush=True)
-    return function
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 def crud(resource, create_kwargs, modify_kwargs, key='id', check_fields=('name',)):
@@ -341,4 +315,4 @@ def workflow_failure():
     raise AssertionError('run_and_wait of a failing workflow did not raise WorkflowExecutionFailed')
 
 
-sys.exit(0 if all(result['ok'] for result in RESULTS) else 1)
+finish()
