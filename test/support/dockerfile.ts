@@ -47,18 +47,38 @@ export function argDefaults(instructions: Instruction[] = dockerfile): Record<st
   return defaults;
 }
 
+/** A FROM's image, without the stage name (`FROM image AS name`). */
+export function fromImage(args: string): string {
+  return args.replace(/\s+as\s+\S+\s*$/i, '');
+}
+
+/** Where the stage holding instruction `index` starts: the last FROM at or before it. */
+export function stageStart(index: number, instructions = dockerfile): number {
+  let start = -1;
+  instructions.forEach(({ keyword }, at) => {
+    if (keyword === 'FROM' && at <= index) start = at;
+  });
+  return start;
+}
+
 /** The FROM image with its build arguments substituted (their defaults unless given). */
 export function baseImage(buildArgs: Record<string, string> = {}, instructions = dockerfile): string {
   const from = instructions.find(({ keyword }) => keyword === 'FROM');
   if (!from) throw new Error('the Dockerfile has no FROM');
   const values = { ...argDefaults(instructions), ...buildArgs };
-  return from.args.replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, name: string) => values[name] ?? '');
+  return fromImage(from.args).replace(
+    /\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g,
+    (_, name: string) => values[name] ?? '',
+  );
 }
 
-/** Environment set by ENV instructions before instruction `index` (`ENV A=1 B=2` form). */
+/**
+ * Environment set by ENV instructions before instruction `index` (`ENV A=1 B=2` form), in its stage
+ * (every stage here starts from the base image, so none inherits another's ENV).
+ */
 export function environmentBefore(index: number, instructions = dockerfile): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const { keyword, args } of instructions.slice(0, index)) {
+  for (const { keyword, args } of instructions.slice(Math.max(0, stageStart(index, instructions)), index)) {
     if (keyword !== 'ENV') continue;
     for (const pair of args.split(/\s+/).filter(Boolean)) {
       const at = pair.indexOf('=');
@@ -72,7 +92,7 @@ export function environmentBefore(index: number, instructions = dockerfile): Rec
 /** The WORKDIR in effect at instruction `index` (Docker's default is `/`). */
 export function workdirAt(index: number, instructions = dockerfile): string {
   let workdir = '/';
-  for (const { keyword, args } of instructions.slice(0, index)) {
+  for (const { keyword, args } of instructions.slice(Math.max(0, stageStart(index, instructions)), index)) {
     if (keyword === 'WORKDIR') workdir = path.posix.resolve(workdir, args);
   }
   return workdir;
@@ -129,8 +149,11 @@ export function excludedFromContext(file: string): boolean {
  */
 export function inImage(file: string, before = Infinity): boolean {
   if (excludedFromContext(file)) return false;
+  // Only what the stage of `before` copied (the image's own: the last stage).
+  const start = stageStart(Math.min(before, dockerfile.length - 1));
   return copies.some(
     (copy) =>
+      copy.index > start &&
       copy.index < before &&
       copy.sources.some((source) => {
         const from = path.posix.normalize(source);
@@ -223,7 +246,9 @@ export function filesNeeded(words: string[], seen = new Set<string>()): string[]
     return shellCommands(script).flatMap((command) => filesNeeded(command, seen));
   };
   if (program === 'npm' && (verb === 'ci' || verb === 'install' || verb === 'i')) {
-    return ['package.json', 'package-lock.json', ...INSTALL_SCRIPTS.flatMap(scriptFiles)];
+    // --ignore-scripts: the project's own install scripts do not run either.
+    const scripts = words.includes('--ignore-scripts') ? [] : INSTALL_SCRIPTS.flatMap(scriptFiles);
+    return ['package.json', 'package-lock.json', ...scripts];
   }
   if (program === 'npm' && (verb === 'run' || verb === 'run-script') && words[2]) {
     const name = words[2];

@@ -18,6 +18,11 @@ import resource
 import sys
 
 SETTINGS = json.loads(sys.argv[1])
+# The process limit, set here inside the sandbox's own user namespace, where the kernel counts only
+# this sandbox's processes and threads against it (per-namespace counts, Linux 5.14 and later). Set
+# outside, it would count every process of the worker's uid: in a container whose worker runs as an
+# ordinary user beside the API's processes, bubblewrap could not even start.
+resource.setrlimit(resource.RLIMIT_NPROC, (SETTINGS["maxProcesses"], SETTINGS["maxProcesses"]))
 SCRIPT_FILENAME = "worker.py"
 REPLY_FD = 3
 MAIN_PID = os.getpid()
