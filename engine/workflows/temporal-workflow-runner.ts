@@ -1,4 +1,13 @@
-import { type Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
+import { InterceptingCall, type Interceptor, Metadata, status } from '@grpc/grpc-js';
+import {
+  type Client,
+  Connection,
+  type ConnectionOptions,
+  defaultGrpcRetryOptions,
+  isGrpcServiceError,
+  makeGrpcRetryInterceptor,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import {
   defaultPayloadConverter,
   defineSearchAttributeKey,
@@ -30,10 +39,69 @@ const KEYS = {
  * to two minutes during a long outage.
  */
 export function lazyTemporalConnection(address: string): Connection {
-  return Connection.lazy({
-    address,
-    channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2_000 },
-  });
+  const guard = closeGuard();
+  return guard.watch(
+    Connection.lazy({
+      address,
+      channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2_000 },
+      interceptors: guard.interceptors,
+    }),
+  );
+}
+
+/** `Connection.connect` with the same guard (see closeGuard). */
+export async function connectTemporal(options: ConnectionOptions): Promise<Connection> {
+  const guard = closeGuard();
+  return guard.watch(await Connection.connect({ ...options, interceptors: guard.interceptors }));
+}
+
+/**
+ * The SDK's retry interceptor waits on a timer between attempts and then asks the channel for a new
+ * call; once the connection is closed (the process is stopping, a request's start to an unreachable
+ * Temporal still backing off) that throws from the timer, an uncaught exception. Below the retry
+ * interceptor, this one answers such a late attempt with CANCELLED instead, which ends the call
+ * (CANCELLED is not retried) and reaches its caller as an ordinary error.
+ */
+function closeGuard(): { interceptors: Interceptor[]; watch(connection: Connection): Connection } {
+  let closed = false;
+  // The call a late attempt gets instead of the channel's: it does nothing, and is never started.
+  const inert: ConstructorParameters<typeof InterceptingCall>[0] = {
+    cancelWithStatus() {},
+    getPeer: () => '',
+    start() {},
+    sendMessageWithContext() {},
+    sendMessage() {},
+    startRead() {},
+    halfClose() {},
+    getAuthContext: () => null,
+  };
+  const guard: Interceptor = (options, nextCall) => {
+    if (!closed) return new InterceptingCall(nextCall(options));
+    return new InterceptingCall(inert, {
+      start(_metadata, listener) {
+        setImmediate(() =>
+          listener.onReceiveStatus({
+            code: status.CANCELLED,
+            details: 'The Temporal connection was closed.',
+            metadata: new Metadata(),
+          }),
+        );
+      },
+      sendMessage() {},
+      halfClose() {},
+    });
+  };
+  return {
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), guard],
+    watch(connection) {
+      const close = connection.close.bind(connection);
+      connection.close = async () => {
+        closed = true;
+        await close();
+      };
+      return connection;
+    },
+  };
 }
 
 /** A start that gets no answer within this is retried by the dispatcher (the gRPC default is ~19 s). */

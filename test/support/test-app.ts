@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { createAccount, createApiKey, createUser, type NewApiKey } from '../../engine/identity/account-store';
@@ -7,6 +7,7 @@ import type { SimulationEngine } from '../../engine/calculations/simulation-engi
 import type { Database } from '../../engine/platform/database';
 import { temporalHealthProbe } from '../../engine/platform/dependency-health';
 import {
+  connectTemporal,
   lazyTemporalConnection,
   temporalWorkflowRunner,
 } from '../../engine/workflows/temporal-workflow-runner';
@@ -50,7 +51,7 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const connection = options.temporalAddress
     ? lazyTemporalConnection(options.temporalAddress)
-    : await Connection.connect({ address: temporalAddress() });
+    : await connectTemporal({ address: temporalAddress() });
   const temporal = new Client({ connection, namespace: 'default' });
   const app = await buildApp({
     config: {
