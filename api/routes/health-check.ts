@@ -21,6 +21,19 @@ const HealthCheck = Type.Object({
     {
       name: Type.String({ description: 'reference, typed, threads, wasm or gpujs.' }),
       detail: Type.String({ description: 'Thread count, or the gpu.js mode (webgpu, webasm, cpu).' }),
+      gpu_adapter: Type.Optional(
+        Type.Object(
+          {
+            vendor: Type.String(),
+            architecture: Type.String(),
+            device: Type.String(),
+            description: Type.String(),
+          },
+          {
+            description: 'The GPU the gpujs backend computes on (WebGPU’s adapter info); absent on the CPU.',
+          },
+        ),
+      ),
       chosen_by: Type.String({
         description:
           'probe (CALC_BACKEND=auto: the installation’s first process timed the candidates and every process uses its choice) or configured.',

@@ -6,6 +6,7 @@
  */
 import type { TailSets } from '../kernels/tail-sets';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
+import type { GpuAdapterInfo } from './webgpu-node';
 
 export type BackendName = 'reference' | 'typed' | 'threads' | 'wasm' | 'gpujs';
 
@@ -13,6 +14,8 @@ export interface SimulationBackend {
   readonly name: BackendName;
   /** Details for the health check and benchmark (thread count, gpu.js mode). */
   readonly detail: string;
+  /** The GPU the backend computes on (gpujs in webgpu mode); absent on the CPU. */
+  readonly adapter?: GpuAdapterInfo;
   simulate(scenario: Scenario, options: SimulationOptions): Promise<SimulationResult>;
   /** Releases workers or GPU resources; the backend is unusable afterwards. */
   close(): Promise<void>;

@@ -8,6 +8,7 @@ import type { BackendName, SimulationBackend } from './backend';
 import { referenceBackend } from './reference';
 import { threadsBackend } from './threads';
 import { typedBackend } from './typed';
+import { detectWebGpu, type WebGpuStatus } from './webgpu-node';
 
 export interface BackendPreferences {
   /** Backends to consider, in order of preference on a tie. Default: typed, threads, wasm, gpujs. */
@@ -16,11 +17,21 @@ export interface BackendPreferences {
   readonly threads: number;
   /** Milliseconds, monotonic; only differences are used. */
   readonly clock: () => number;
+  /**
+   * Whether a WebGPU adapter answers (default: installs Dawn's navigator.gpu where a Vulkan loader
+   * exists and asks). `gpujs` is timed only when one does: without a GPU, gpu.js runs its webasm
+   * mode, which is never faster than `wasm` on the same cores.
+   */
+  readonly webgpu?: () => Promise<WebGpuStatus>;
+  /** Folders to look for the Vulkan loader in (the caller's LD_LIBRARY_PATH first); default: the usual ones. */
+  readonly vulkanDirs?: readonly string[];
+  /** Makes a candidate (default: createBackend); tests pass stand-ins. */
+  readonly create?: (name: BackendName) => Promise<SimulationBackend>;
 }
 
 export async function createBackend(
   name: BackendName,
-  preferences: { threads: number },
+  preferences: { threads: number; vulkanDirs?: readonly string[] },
 ): Promise<SimulationBackend> {
   switch (name) {
     case 'reference':
@@ -35,7 +46,7 @@ export async function createBackend(
     case 'gpujs': {
       // Loaded on demand: gpu.js probes its webgpu/webasm/cpu modes when it loads.
       const { gpujsBackend } = await import('./gpujs');
-      return gpujsBackend();
+      return gpujsBackend({ vulkanDirs: preferences.vulkanDirs });
     }
   }
 }
@@ -67,7 +78,8 @@ export interface ProbeResult {
 /**
  * Times each candidate on the probe case (one warm-up, best of two) and keeps the fastest; the others
  * are closed. A candidate that throws (no worker support, gpu.js failing to load) is skipped and
- * reported. `typed` always works, so there is always a result.
+ * reported, and so is `gpujs` where no WebGPU adapter answers. `typed` always works, so there is
+ * always a result.
  */
 export async function chooseBackend(preferences: BackendPreferences): Promise<ProbeResult> {
   const candidates = preferences.candidates ?? ['typed', 'threads', 'wasm', 'gpujs'];
@@ -80,9 +92,16 @@ export async function chooseBackend(preferences: BackendPreferences): Promise<Pr
       timings[name] = 'skipped: fewer than 2 threads';
       continue;
     }
+    if (name === 'gpujs') {
+      const gpu = await (preferences.webgpu ?? (() => detectWebGpu(preferences.vulkanDirs)))();
+      if (!gpu.ok) {
+        timings[name] = `skipped: ${gpu.reason}`;
+        continue;
+      }
+    }
     let backend: SimulationBackend | null = null;
     try {
-      backend = await createBackend(name, preferences);
+      backend = await (preferences.create ?? ((candidate) => createBackend(candidate, preferences)))(name);
       await backend.simulate(scenario, options);
       let ms = Infinity;
       for (let run = 0; run < 2; run++) {

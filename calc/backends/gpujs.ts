@@ -22,6 +22,7 @@ import { fillNormals, type Seed, uniformAt } from '../random';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
 import { simulateTyped } from './typed';
+import { describeAdapter, detectWebGpu, type GpuAdapterInfo } from './webgpu-node';
 
 export type GpuMode = 'webgpu' | 'webasm' | 'cpu';
 
@@ -187,8 +188,13 @@ export async function probeGpuMode(): Promise<{ gpu: GPU; mode: GpuMode }> {
   throw new Error('gpu.js has no working mode');
 }
 
-export async function gpujsBackend(): Promise<SimulationBackend> {
+export async function gpujsBackend(
+  options: { vulkanDirs?: readonly string[] } = {},
+): Promise<SimulationBackend> {
+  // navigator.gpu first (Dawn, where a Vulkan loader exists), so gpu.js can find an adapter.
+  const webgpu = await detectWebGpu(options.vulkanDirs);
   const { gpu, mode } = await probeGpuMode();
+  const adapter: GpuAdapterInfo | undefined = mode === 'webgpu' && webgpu.ok ? webgpu.adapter : undefined;
   const cache = new Map<string, Kernels>();
   const kernelsFor = (k: number, drivers: number, block: number): Kernels => {
     const key = `${k}/${drivers}/${block}`;
@@ -365,7 +371,10 @@ export async function gpujsBackend(): Promise<SimulationBackend> {
   let queue: Promise<unknown> = Promise.resolve();
   return {
     name: 'gpujs',
-    detail: `gpu.js ${mode}, ${GPU_BLOCK}-path launches, Philox on the host`,
+    detail:
+      `gpu.js ${mode}${adapter ? ` on ${describeAdapter(adapter)}` : ''}, ${GPU_BLOCK}-path launches, ` +
+      'Philox on the host',
+    ...(adapter ? { adapter } : {}),
     simulate: (scenario, options) => {
       const run = queue.then(() => simulate(scenario, options));
       queue = run.catch(() => undefined);

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { SimulationBackend } from '../../calc';
 import { chooseBackend, createBackend } from '../../calc/backends/choose';
 import type { BackendName } from '../../calc/backends/backend';
+import { vulkanSearchPath } from '../../calc/backends/webgpu-node';
 import type { CalcBackendSetting } from '../platform/config';
 import type { Database } from '../platform/database';
 
@@ -27,6 +28,7 @@ export function describeSimulationEngine(engine: SimulationEngine) {
   return {
     name: engine.backend.name,
     detail: engine.backend.detail,
+    ...(engine.backend.adapter ? { gpu_adapter: engine.backend.adapter } : {}),
     chosen_by: engine.chosenBy,
     ...(engine.chosenAt === null ? {} : { chosen_at: engine.chosenAt }),
     probe_ms: Object.fromEntries(
@@ -67,11 +69,15 @@ export async function startSimulationEngine(
   settings: { calcBackend: CalcBackendSetting; calcThreads: number },
   db: Database | null = null,
 ): Promise<SimulationEngine> {
+  // The Vulkan loader (WebGPU's way to the GPU) may be on LD_LIBRARY_PATH, as on GPU hosts that
+  // bring their own; calc/ reads no environment, so the folders are passed in.
+  const vulkanDirs = vulkanSearchPath(process.env.LD_LIBRARY_PATH);
   if (settings.calcBackend !== 'auto') {
-    const backend = await createBackend(settings.calcBackend, { threads: settings.calcThreads });
+    const backend = await createBackend(settings.calcBackend, { threads: settings.calcThreads, vulkanDirs });
     return { backend, chosenBy: 'configured', probe: {}, chosenAt: null };
   }
-  const probe = () => chooseBackend({ threads: settings.calcThreads, clock: () => performance.now() });
+  const probe = () =>
+    chooseBackend({ threads: settings.calcThreads, clock: () => performance.now(), vulkanDirs });
   if (db === null) {
     const { backend, timings } = await probe();
     return { backend, chosenBy: 'probe', probe: timings, chosenAt: null };
@@ -83,7 +89,7 @@ export async function startSimulationEngine(
     if (recorded) {
       let backend: SimulationBackend;
       try {
-        backend = await createBackend(recorded.name, { threads: settings.calcThreads });
+        backend = await createBackend(recorded.name, { threads: settings.calcThreads, vulkanDirs });
       } catch (error) {
         throw new Error(
           `The installation computes with the ${recorded.name} backend (probed ${recorded.chosen_at.toISOString()}), ` +

@@ -64,7 +64,8 @@ export function pruneRules(modules) {
     },
     {
       why: `webgpu's Dawn builds for other platforms than ${PLATFORM}`,
-      paths: othersIn(at('webgpu', 'dist'), (name) => name.startsWith(`${PLATFORM}.`)),
+      // 0.6 keeps one folder per platform (dist/linux-x64/dawn.node), 0.2 one file (dist/linux-x64.dawn.node).
+      paths: othersIn(at('webgpu', 'dist'), (name) => name === PLATFORM || name.startsWith(`${PLATFORM}.`)),
     },
     {
       why: `isolated-vm's prebuilt binaries for other platforms than ${PLATFORM}, its sources and packed copy`,
@@ -79,6 +80,10 @@ export function pruneRules(modules) {
     {
       why: "gpu.js's optional headless-gl backend (gl, with node-gyp to build it): the calculation backends use its webgpu, webasm and cpu modes, and gpu.js loads gl only inside a try",
       paths: [at('gl'), at('node-gyp')],
+    },
+    {
+      why: "rxjs's ES module and browser builds (Node resolves its exports' `node` condition to dist/cjs)",
+      paths: [at('rxjs', 'dist', 'esm'), at('rxjs', 'dist', 'esm5'), at('rxjs', 'dist', 'bundles')],
     },
     {
       why: "gpu.js's browser bundles (Node loads its src/, package.json's main)",

@@ -1,0 +1,182 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { SimulationBackend } from '../../calc/backends/backend';
+import { chooseBackend } from '../../calc/backends/choose';
+import { typedBackend } from '../../calc/backends/typed';
+import {
+  describeAdapter,
+  detectWebGpu,
+  findVulkanLoader,
+  type GpuLike,
+  installWebGpu,
+  VULKAN_LIBRARY_DIRS,
+  vulkanSearchPath,
+  webgpuAdapter,
+} from '../../calc/backends/webgpu-node';
+import { describeSimulationEngine } from '../../engine/calculations/simulation-engine';
+
+/**
+ * WebGPU in Node (calc/backends/webgpu-node.ts) and the probe's use of it. No GPU is needed: the
+ * adapter is a stand-in where a case needs one, and the machine's own answer is checked for what it
+ * is (on a machine without a Vulkan loader, the reason).
+ */
+
+const H100 = {
+  vendor: 'nvidia',
+  architecture: 'hopper',
+  device: '0x2330',
+  description: 'NVIDIA H100 80GB HBM3',
+};
+
+const fakeGpu = (answer: unknown): GpuLike => ({
+  requestAdapter: async () => answer as Awaited<ReturnType<GpuLike['requestAdapter']>>,
+});
+
+test('the Vulkan loader is looked for in the given folders', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'pas-vulkan-'));
+  try {
+    expect(findVulkanLoader([dir])).toBeNull();
+    writeFileSync(path.join(dir, 'libvulkan.so.1'), '');
+    expect(findVulkanLoader(['', '/nonexistent', dir])).toBe(path.join(dir, 'libvulkan.so.1'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('LD_LIBRARY_PATH’s folders are searched first, then the usual ones', () => {
+  expect(vulkanSearchPath('/opt/vk/lib::/x')).toEqual(['/opt/vk/lib', '/x', ...VULKAN_LIBRARY_DIRS]);
+  expect(vulkanSearchPath(undefined)).toEqual([...VULKAN_LIBRARY_DIRS]);
+});
+
+test('without a Vulkan loader on Linux, Dawn is not loaded and the reason names libvulkan1', async () => {
+  const gpu = await installWebGpu([], 'linux');
+  expect(gpu).toMatch(/no Vulkan loader \(libvulkan\.so\.1, Debian package libvulkan1\)/);
+  expect(await webgpuAdapter(gpu)).toEqual({ ok: false, reason: gpu });
+  expect((globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu).toBeUndefined();
+});
+
+test('an adapter’s info is read (vendor, architecture, device), and no adapter or a failure is a reason', async () => {
+  expect(await webgpuAdapter(fakeGpu({ info: H100 }))).toEqual({ ok: true, adapter: H100 });
+  expect(await webgpuAdapter(fakeGpu({ info: { vendor: 'amd' } }))).toEqual({
+    ok: true,
+    adapter: { vendor: 'amd', architecture: '', device: '', description: '' },
+  });
+  expect(await webgpuAdapter(fakeGpu(null))).toEqual({
+    ok: false,
+    reason: 'no WebGPU adapter answered (no GPU driver found)',
+  });
+  const failing: GpuLike = {
+    requestAdapter: async () => {
+      throw new Error('device lost');
+    },
+  };
+  expect(await webgpuAdapter(failing)).toEqual({ ok: false, reason: 'requestAdapter failed: device lost' });
+  expect(describeAdapter(H100)).toBe('nvidia hopper (NVIDIA H100 80GB HBM3)');
+  expect(describeAdapter({ vendor: '', architecture: '', device: '', description: '' })).toBe(
+    'unknown adapter',
+  );
+});
+
+test('this machine answers for itself: an adapter, or the reason there is none', async () => {
+  const status = await detectWebGpu();
+  if (findVulkanLoader(VULKAN_LIBRARY_DIRS) === null && process.platform === 'linux') {
+    expect(status).toEqual({
+      ok: false,
+      reason: 'no Vulkan loader (libvulkan.so.1, Debian package libvulkan1) on this machine',
+    });
+  } else if (status.ok) {
+    expect(status.adapter.vendor).not.toBe('');
+  } else {
+    expect(status.reason).toMatch(/adapter|webgpu package/);
+  }
+});
+
+test('the pinned webgpu package (Dawn) loads in this Node and answers requestAdapter without aborting', () => {
+  // A process of its own: webgpu 0.2.9, gpu.js's own pin, aborted Node 24 (an abseil clash).
+  const script = `
+    const { create, globals } = await import('webgpu');
+    const gpu = create([]);
+    const adapter = await gpu.requestAdapter();
+    console.log(JSON.stringify({ globals: typeof globals.GPUBufferUsage, adapter: adapter === null ? null : 'found' }));
+  `;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: path.resolve(__dirname, '..', '..'),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  expect({ status: result.status, signal: result.signal }).toEqual({ status: 0, signal: null });
+  const answer = JSON.parse(result.stdout.trim().split('\n').pop()!) as {
+    globals: string;
+    adapter: string | null;
+  };
+  expect(['object', 'function']).toContain(answer.globals);
+  expect([null, 'found']).toContain(answer.adapter);
+  const { version } = JSON.parse(
+    readFileSync(path.resolve(__dirname, '..', '..', 'node_modules', 'webgpu', 'package.json'), 'utf8'),
+  ) as { version: string };
+  expect(Number(version.split('.')[1])).toBeGreaterThanOrEqual(6);
+});
+
+/** A stand-in backend that takes `ms` per simulation (the chooser only times them). */
+function standIn(name: SimulationBackend['name'], ms: number, adapter?: typeof H100): SimulationBackend {
+  const typed = typedBackend();
+  return {
+    name,
+    detail: `stand-in, ${ms} ms`,
+    ...(adapter ? { adapter } : {}),
+    simulate: async (scenario, options) => {
+      const started = performance.now();
+      const result = await typed.simulate(scenario, { ...options, paths: 64 });
+      while (performance.now() - started < ms) await new Promise((resolve) => setTimeout(resolve, 1));
+      return result;
+    },
+    close: async () => undefined,
+  };
+}
+
+test('the probe skips gpujs, saying why, where no WebGPU adapter answers', async () => {
+  const created: string[] = [];
+  const { backend, timings } = await chooseBackend({
+    candidates: ['typed', 'gpujs'],
+    threads: 2,
+    clock: () => performance.now(),
+    webgpu: async () => ({ ok: false, reason: 'no WebGPU adapter answered (no GPU driver found)' }),
+    create: async (name) => {
+      created.push(name);
+      return standIn(name, 5);
+    },
+  });
+  expect(backend.name).toBe('typed');
+  expect(created).toEqual(['typed']);
+  expect(timings.gpujs).toBe('skipped: no WebGPU adapter answered (no GPU driver found)');
+});
+
+test('with an adapter the probe times gpujs and keeps it when it is the fastest; the health check names the adapter', async () => {
+  const { backend, timings } = await chooseBackend({
+    candidates: ['typed', 'wasm', 'gpujs'],
+    threads: 2,
+    clock: () => performance.now(),
+    webgpu: async () => ({ ok: true, adapter: H100 }),
+    create: async (name) => standIn(name, name === 'gpujs' ? 0 : 30, name === 'gpujs' ? H100 : undefined),
+  });
+  expect(backend.name).toBe('gpujs');
+  expect(typeof timings.gpujs).toBe('number');
+  expect(timings.gpujs as number).toBeLessThan(timings.typed as number);
+  const described = describeSimulationEngine({ backend, chosenBy: 'probe', probe: timings, chosenAt: null });
+  expect(described.gpu_adapter).toEqual(H100);
+
+  // Slower than the CPU backends, it is not kept even with an adapter.
+  const slow = await chooseBackend({
+    candidates: ['typed', 'gpujs'],
+    threads: 2,
+    clock: () => performance.now(),
+    webgpu: async () => ({ ok: true, adapter: H100 }),
+    create: async (name) => standIn(name, name === 'gpujs' ? 40 : 0),
+  });
+  expect(slow.backend.name).toBe('typed');
+  expect(
+    describeSimulationEngine({ backend: slow.backend, chosenBy: 'probe', probe: {}, chosenAt: null }),
+  ).not.toHaveProperty('gpu_adapter');
+});
