@@ -87,6 +87,7 @@ export default tseslint.config(
       'coverage/**',
       'dist/**',
       '.test-data/**',
+      'bench/out/**',
       '.venvs/**',
       '.schemathesis/**',
       'test-artifacts/**',

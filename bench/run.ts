@@ -2,6 +2,7 @@ import { runBackupBench } from './backup.bench';
 import { runCalcBench } from './calc.bench';
 import { runClusterBench } from './cluster.bench';
 import { runFileUploadBench } from './file-upload.bench';
+import { runGpuBench } from './gpu.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
 import { runPythonStepBench } from './python-step.bench';
 import { runWorkflowBench } from './workflow.bench';
@@ -11,6 +12,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   'http-pipeline': (argv) => runHttpPipelineBench(argv),
   'file-upload': () => runFileUploadBench(),
   calc: (argv) => runCalcBench(argv),
+  gpu: (argv) => runGpuBench(argv),
   workflow: (argv) => runWorkflowBench(argv),
   cluster: (argv) => runClusterBench(argv),
   backup: (argv) => runBackupBench(argv),

@@ -1,0 +1,111 @@
+/**
+ * The GPU check (issue 30): the Monte Carlo kernel alone (`backend.simulate`), M (250 × 1) and L
+ * (3000 × 15) at 100,000 paths, stress test and cvar, on `wasm` with every core of the machine and on
+ * `gpujs`, beside each other in one run. Each case runs once to warm up (gpu.js compiles its kernels
+ * on the first call; that time is printed too), then 3 times; the table shows medians, the ratio,
+ * and how far the two backends' answers are apart. It names the WebGPU adapter, or why there is none.
+ *
+ *   npm run bench -- gpu                 # in a checkout
+ *   node bench/gpu-bundle.mjs            # packs it for a GPU machine with no install (bench/out/gpu-check)
+ *
+ * Without an adapter gpu.js runs its webasm mode: then only M runs on gpujs (L would take minutes and
+ * shows nothing about a GPU), and the output says so.
+ */
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { SimulationBackend } from '../calc/backends/backend';
+import { createBackend } from '../calc/backends/choose';
+import { describeAdapter, detectWebGpu, vulkanSearchPath } from '../calc/backends/webgpu-node';
+import type { SimulationResult } from '../calc/simulation';
+import { PATHS, prepare, SIZES } from './calc-books';
+
+const RUNS = 3;
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+};
+
+async function time(backend: SimulationBackend, run: () => Promise<SimulationResult>) {
+  const started = performance.now();
+  const result = await run();
+  return { ms: performance.now() - started, result, backend: backend.name };
+}
+
+/** Difference of two P&L figures, relative to the size of the tail's P&L (the mean can be near 0). */
+const apart = (a: number, b: number, scale: number) => Math.abs(a - b) / Math.max(Math.abs(scale), 1e-300);
+
+export async function runGpuBench(argv: readonly string[] = []): Promise<void> {
+  const flag = (name: string) => argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
+  const sizes = SIZES.filter((s) => s.label !== 'MX').filter((s) =>
+    (flag('size')?.split(',') ?? [s.label]).includes(s.label),
+  );
+  const threads = os.availableParallelism();
+  const vulkanDirs = vulkanSearchPath(process.env.LD_LIBRARY_PATH);
+  const status = await detectWebGpu(vulkanDirs);
+  console.log(
+    `\nGPU check: ${PATHS} paths; ${new Date().toISOString()}; Node ${process.version}; ` +
+      `CPU: ${os.cpus()[0]?.model ?? 'unknown'}, ${threads} cores\n` +
+      `WebGPU adapter: ${status.ok ? `${describeAdapter(status.adapter)} ${JSON.stringify(status.adapter)}` : `none (${status.reason})`}`,
+  );
+  const wasm = await createBackend('wasm', { threads });
+  const gpu = await createBackend('gpujs', { threads, vulkanDirs });
+  const onGpu = gpu.detail.startsWith('gpu.js webgpu');
+  console.log(`wasm: ${wasm.detail}\ngpujs: ${gpu.detail}\n`);
+  console.log(
+    '| size | calculation | wasm p50 ms | gpujs first call ms | gpujs p50 ms | gpujs vs wasm | ev L apart | cvar L apart |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
+  try {
+    for (const size of sizes) {
+      const { calcs } = prepare(size);
+      for (const calc of calcs) {
+        const run = (backend: SimulationBackend) => () => backend.simulate(calc.scenario, calc.simulation);
+        await run(wasm)();
+        const wasmTimes: number[] = [];
+        let wasmResult: SimulationResult | null = null;
+        for (let i = 0; i < RUNS; i++) {
+          const t = await time(wasm, run(wasm));
+          wasmTimes.push(t.ms);
+          wasmResult = t.result;
+        }
+        if (!onGpu && size.label === 'L') {
+          console.log(
+            `| ${size.label} | ${calc.name} | ${median(wasmTimes).toFixed(1)} | not run: gpu.js is in its ${/^gpu\.js (\w+)/.exec(gpu.detail)?.[1] ?? 'CPU'} mode here (no GPU) | | | | |`,
+          );
+          continue;
+        }
+        const first = await time(gpu, run(gpu));
+        const gpuTimes: number[] = [];
+        let gpuResult = first.result;
+        for (let i = 0; i < (onGpu ? RUNS : 1); i++) {
+          const t = await time(gpu, run(gpu));
+          gpuTimes.push(t.ms);
+          gpuResult = t.result;
+        }
+        const w = median(wasmTimes);
+        const g = median(gpuTimes);
+        console.log(
+          `| ${size.label} | ${calc.name} | ${w.toFixed(1)} | ${first.ms.toFixed(0)} | ${g.toFixed(1)} | ` +
+            `${(w / g).toFixed(2)}× | ${apart(wasmResult!.ev.portfolio, gpuResult.ev.portfolio, wasmResult!.cvarNeg.portfolio).toExponential(1)} | ` +
+            `${apart(wasmResult!.cvarNeg.portfolio, gpuResult.cvarNeg.portfolio, wasmResult!.cvarNeg.portfolio).toExponential(1)} |`,
+        );
+      }
+    }
+  } finally {
+    await wasm.close();
+    await gpu.close();
+  }
+  console.log(
+    `\n(gpujs vs wasm: how many times faster gpujs is; "apart": the difference of the two backends' mean ` +
+      `and tail-mean P&L over the tail-mean's size. They use different generators, so they agree ` +
+      `within Monte Carlo error, not bit for bit.)`,
+  );
+}
+
+if (require.main === module) {
+  runGpuBench(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
