@@ -59,8 +59,9 @@ export async function connectTemporal(options: ConnectionOptions): Promise<Conne
  * The SDK's retry interceptor waits on a timer between attempts and then asks the channel for a new
  * call; once the connection is closed (the process is stopping, a request's start to an unreachable
  * Temporal still backing off) that throws from the timer, an uncaught exception. Below the retry
- * interceptor, this one answers such a late attempt with CANCELLED instead, which ends the call
- * (CANCELLED is not retried) and reaches its caller as an ordinary error.
+ * interceptor, this one answers such a late attempt (a retry, from its timer) with CANCELLED instead,
+ * which ends the call (CANCELLED is not retried) and reaches its caller as an ordinary error. A call
+ * made after close is refused at once, as without the guard.
  */
 function closeGuard(): { interceptors: Interceptor[]; watch(connection: Connection): Connection } {
   let closed = false;
@@ -75,8 +76,19 @@ function closeGuard(): { interceptors: Interceptor[]; watch(connection: Connecti
     halfClose() {},
     getAuthContext: () => null,
   };
+  // Calls being created: their first attempt is made at once, inside the interceptors; after close it
+  // still goes to the channel, which refuses it synchronously, and the caller gets that error as ever.
+  let creating = 0;
+  const marker: Interceptor = (options, nextCall) => {
+    creating++;
+    try {
+      return new InterceptingCall(nextCall(options));
+    } finally {
+      creating--;
+    }
+  };
   const guard: Interceptor = (options, nextCall) => {
-    if (!closed) return new InterceptingCall(nextCall(options));
+    if (!closed || creating > 0) return new InterceptingCall(nextCall(options));
     return new InterceptingCall(inert, {
       start(_metadata, listener) {
         setImmediate(() =>
@@ -92,7 +104,7 @@ function closeGuard(): { interceptors: Interceptor[]; watch(connection: Connecti
     });
   };
   return {
-    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), guard],
+    interceptors: [marker, makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), guard],
     watch(connection) {
       const close = connection.close.bind(connection);
       connection.close = async () => {

@@ -21,12 +21,23 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-function run(connect: string) {
+function run(connect: string, env: Record<string, string> = {}) {
   const script = `
     const { Connection } = require('@temporalio/client');
     const runner = require(${JSON.stringify(path.join(ROOT, 'engine/workflows/temporal-workflow-runner.ts'))});
     (async () => {
       const connection = ${connect};
+      if (process.env.CLOSE_FIRST) {
+        await connection.close();
+        const late = await connection.workflowService.getSystemInfo({}).then(
+          () => 'answered',
+          (error) => 'rejected: ' + String(error.message).slice(0, 80),
+        );
+        console.log(late);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        console.log('still running');
+        return;
+      }
       const call = connection.workflowService.getSystemInfo({}).then(
         () => 'answered',
         (error) => 'rejected: ' + String(error.message).slice(0, 80),
@@ -42,6 +53,7 @@ function run(connect: string) {
   `;
   return spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
     cwd: ROOT,
+    env: { ...process.env, ...env },
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -60,4 +72,12 @@ test('the SDK’s own connection, for comparison, throws from the retry timer (w
   const bare = run(`Connection.lazy({ address: '127.0.0.1:${port}' })`);
   expect(bare.status).not.toBe(0);
   expect(bare.stderr).toMatch(/Channel has been shut down/);
+});
+
+test('a call made after the connection closed is refused at once, as without the guard', async () => {
+  const port = await closedPort();
+  const late = run(`runner.lazyTemporalConnection('127.0.0.1:${port}')`, { CLOSE_FIRST: '1' });
+  expect({ status: late.status, stderr: late.stderr.slice(-800) }).toEqual({ status: 0, stderr: '' });
+  expect(late.stdout).toMatch(/rejected: Channel has been shut down/);
+  expect(late.stdout).toMatch(/still running/);
 });
