@@ -525,11 +525,15 @@ async function queryPage(
     json.projection = include ? [...new Set([...needed, ...projection])] : projection;
   }
   if (query.distinctOn.length) json.distinct_on = query.distinctOn.map(listProperty);
-  const { items, next_page_token } = await listEntities(db, actor, query.kind, {
-    query: JSON.stringify(json),
-    page_size: pageSize,
-    page_token: pageToken,
-  });
+  // Without a projection the client asked for whole entities, as retrieve gives them (a /v2 list
+  // leaves out data, securities and the like; the SDK's Query has its own projection for that).
+  const { items, next_page_token } = await listEntities(
+    db,
+    actor,
+    query.kind,
+    { query: JSON.stringify(json), page_size: pageSize, page_token: pageToken },
+    { whole: !query.projection?.length },
+  );
   const listed = query.cls.listed ?? ((view: Record<string, unknown>) => view);
   const prefix = query.namePrefix;
   const matching =

@@ -362,6 +362,7 @@ function pageOf(
   query: ListQuery,
   order: OrderKey[],
   signature: string,
+  whole: boolean,
 ): ListResult {
   const page = rows.slice(0, query.pageSize);
   const last = page[page.length - 1];
@@ -371,7 +372,7 @@ function pageOf(
       : null;
   const items = page.map((row) => {
     const view = kind.view(toRecord(row));
-    for (const field of kind.listOmit) delete view[field];
+    if (!whole) for (const field of kind.listOmit) delete view[field];
     return applyProjection(view, query.projection);
   });
   return { items, next_page_token: next };
@@ -391,6 +392,11 @@ export async function listEntities(
   actor: Actor,
   kind: EntityKind,
   request: ListRequest & { workspace?: unknown },
+  /**
+   * `whole`: keep the fields lists leave out (a datastore's data, a portfolio's securities), for the
+   * SDK's queries without a projection, which answer whole entities as retrieve does.
+   */
+  options: { whole?: boolean } = {},
 ): Promise<ListResult> {
   const query = parseListQuery(request, { isId: (value) => isKindId(kind, value), hasDate: kind.hasDate });
   const workspace = scopeWorkspace(kind, request.workspace);
@@ -404,5 +410,5 @@ export async function listEntities(
       ? timeOrderedStatement(db, candidates, time, order[0]!.descending, cursor)
       : keyOrderedStatement(db, kind, candidates, order, query.distinctOn, cursor);
   const rows = await readPage(db, statement, actor, kind, query, workspace);
-  return pageOf(kind, rows, query, order, signature);
+  return pageOf(kind, rows, query, order, signature, options.whole === true);
 }

@@ -15,6 +15,7 @@ from everysk.sdk.engines.market_data import MarketData
 from everysk.sdk.entities.custom_index.base import CustomIndex
 from everysk.sdk.entities.datastore.base import Datastore
 from everysk.sdk.entities.portfolio.base import Portfolio
+from everysk.sdk.entities.private_security.base import PrivateSecurity
 from everysk.sdk.entities.query import Query
 from everysk.sdk.entities.workflow.base import Workflow
 
@@ -102,6 +103,15 @@ def queries():
     check(seen == ['Q1', 'Q2', 'Q3'], 'pages: %r' % seen)
     limited = Portfolio.query.where('workspace', WORKSPACE).where('tags', TAG).sort_by('name').loads(limit=2, offset=1)
     check([p.name for p in limited] == ['Q2', 'Q3'], 'limit and offset')
+    # No projection asked: whole entities, as retrieve gives them (a /v2 list leaves securities out).
+    check(all(len(p.securities or []) == len(SECURITIES) for p in loaded), 'loads: whole portfolios, securities included')
+    paged = [p for page in Portfolio.query.where('workspace', WORKSPACE).where('tags', TAG).pages(page_size=2) for p in page]
+    check(all(len(p.securities or []) == len(SECURITIES) for p in paged), 'pages: whole portfolios')
+    stored = Datastore(name='Q data', workspace=WORKSPACE, date='20221228', tags=[TAG], data=[['a', 'b'], [1, 2], [3, 4]]).save()
+    found = Datastore.query.where('workspace', WORKSPACE).where('tags', [TAG]).loads()
+    check([d.data for d in found] == [[['a', 'b'], [1, 2], [3, 4]]], 'datastore query: data loaded: %r' % [d.data for d in found])
+    check(Datastore.query.where('workspace', WORKSPACE).where('tags', TAG).load().data == [['a', 'b'], [1, 2], [3, 4]], 'load: data')
+    Datastore.remove(stored.id)
     check(Portfolio.query.where('workspace', WORKSPACE).where('tags', 'nothing' + TAG).load() is None, 'nothing: None')
     Portfolio.remove_many([p.id for p in made])
     return {'loaded': len(loaded)}
@@ -115,6 +125,22 @@ def custom_index_by_symbol():
     check(CustomIndex.retrieve(symbol).name == 'SDK index', 'retrieve by symbol')
     CustomIndex.remove(symbol)
     return {'symbol': symbol}
+
+
+@scenario
+def private_security_instrument_types():
+    made = []
+    for kind in ('PrivateFixedIncome', 'PrivateCustomIndex'):
+        symbol = 'PRIVATE:SDK_%s_%d' % (kind.upper(), os.getpid())
+        security = PrivateSecurity(symbol=symbol, name='SDK %s' % kind, instrument_type=kind, currency='USD',
+                                   data={'coupon': 0.05}).save()
+        check(security.id == symbol, 'saved by symbol: %r' % security.id)
+        again = PrivateSecurity.retrieve(symbol)
+        check(again.instrument_type == kind and again.data == {'coupon': 0.05}, 'retrieved as sent: %r' % again.instrument_type)
+        made.append(symbol)
+    for symbol in made:
+        PrivateSecurity.remove(symbol)
+    return {'created': len(made)}
 
 
 @scenario
