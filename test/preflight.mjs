@@ -73,8 +73,8 @@ export const REQUIREMENTS = [
   },
   {
     name: 'netavark',
-    where: '/usr/lib/podman/netavark',
-    found: (env) => pathOrFile('netavark', '/usr/lib/podman/netavark')(env),
+    where: 'PATH or /usr/lib/podman/netavark',
+    found: pathOrFile('netavark', '/usr/lib/podman/netavark'),
     apt: 'netavark',
     why: "podman's network for the image build's RUN steps",
   },

