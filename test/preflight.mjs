@@ -12,10 +12,12 @@
 // docs/testing.md lists each program with the tests that need it. Plain Node, no dependencies: it runs
 // before the type check.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findGo, GO_TOOLCHAIN, MINIMUM_GO } from '../engine/runtime/install-go.mjs';
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Whether `file` is an executable file. */
 function executable(file) {
@@ -138,9 +140,26 @@ export const REQUIREMENTS = [
   },
 ];
 
-/** Machine settings no package gives: named, never changed. */
-export function settingProblems() {
+/**
+ * Machine settings no package gives: named, never changed. `projectRoot`: as root, the suite's
+ * embedded PostgreSQL runs as the user postgres, which must pass through every folder above it.
+ */
+export function settingProblems(projectRoot = PROJECT_ROOT, uid = process.getuid?.()) {
   const problems = [];
+  if (uid === 0) {
+    for (let dir = path.dirname(projectRoot); ; dir = path.dirname(dir)) {
+      try {
+        if ((statSync(dir).mode & 0o001) === 0) {
+          problems.push(
+            `the user postgres (the suite's PostgreSQL, started as root) cannot enter ${dir}: chmod o+x ${dir}, or clone elsewhere`,
+          );
+        }
+      } catch {
+        // A folder we cannot stat is named by the suite itself.
+      }
+      if (dir === path.dirname(dir)) break;
+    }
+  }
   try {
     const max = Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim());
     if (max === 0) {

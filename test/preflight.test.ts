@@ -151,3 +151,21 @@ test('a PAS_PREFLIGHT other than check or install is refused', () => {
   expect(result.status).toBe(2);
   expect(result.output).toMatch(/PAS_PREFLIGHT must be check or install/);
 });
+
+test('as root, a folder above the checkout that the user postgres cannot enter is named with the fix', () => {
+  const closed = mkdtempSync(path.join(os.tmpdir(), 'pas-closed-'));
+  try {
+    chmodSync(closed, 0o700);
+    const script = `
+      const { settingProblems } = await import(${JSON.stringify(SCRIPT)});
+      console.log(JSON.stringify({ root: settingProblems(${JSON.stringify(closed + '/c')}, 0), user: settingProblems(${JSON.stringify(closed + '/c')}, 1000) }));`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const answer = JSON.parse(result.stdout) as { root: string[]; user: string[] };
+    expect(answer.root).toContain(
+      `the user postgres (the suite's PostgreSQL, started as root) cannot enter ${closed}: chmod o+x ${closed}, or clone elsewhere`,
+    );
+    expect(answer.user.some((line) => line.includes(closed))).toBe(false);
+  } finally {
+    rmSync(closed, { recursive: true, force: true });
+  }
+});
