@@ -1,24 +1,39 @@
 /**
- * The `gpujs` backend: repricing, the per-path portfolio P&L and the per-block component sums run as
- * gpu.js kernels (webgpu when an adapter answers, else webasm, else cpu); the tail sets and every sum
- * across blocks are f64 on the host.
+ * The `gpujs` backend: the Monte Carlo core shaped for a GPU, as gpu.js kernels (webgpu where an
+ * adapter answers; gpu.js's webasm and cpu modes run the same kernels without one, which is how the
+ * suite checks them).
  *
- * What stays on the host, and why: the Philox words. gpu.js kernel values are f32 (exact integers
- * only up to 2^24), so a 32-bit Philox word cannot be carried through a kernel; the host draws each
- * block's factors f (f64, exactly as the reference) and residual normals z, and hands them to the
- * kernels as f32.
+ * One thread per path (or per path and line), the whole pass launched at once, chunked only so that
+ * a chunk's per-line arrays fit one storage buffer (`chunkBytes`):
+ * - `factors` [k × n]: the path's factor normals and regime uniform drawn on the device, f = mean_r +
+ *   A_r·z.
+ * - `loss` [n]: for each line, its drivers' x and e (β·f + μ + sd·z, z drawn on the device; a pinned
+ *   driver moves by exactly c) and its unit P&L; L = Σ_l exposure_l·unit_l (compensated f32 sum).
+ * - `g`, `r` [lines × n]: each (path, line)'s G and residual term (recomputed beside `loss`: drawing
+ *   and pricing cost less on a GPU than a second pass through memory would).
+ * - `comp` [(k+1) × lines × segments]: Σ over a segment of SEGMENT paths of w·G·f_j (j < k) and w·R
+ *   (column k), w the path's weight in the set; `reduce` [(k+1) × lines] adds the segments. Only L and
+ *   these sums come back to the host, which adds chunks in f64.
+ * `factors`, `g`, `r` and `comp` are pipelined (`pipeline: true`): on webgpu their results stay in
+ * device buffers and pass straight into the next kernel.
  *
- * Numbers: kernels compute in f32, so L, g(x) and e carry ~1e-7 relative rounding and each block's
- * component sums ~1e-6. Paths whose L are within that rounding of the m-th rank can swap between a
- * tail set and its complement (near-ties), which moves a cvar mean by up to the difference of two
- * paths' components divided by m. Options are repriced in f32 too; their split PnL·β·f/x divides a
- * P&L that does not vanish at x = 0 (time decay) by a small x, so their component means carry ~1e-3
- * of f32 rounding (still far inside the Monte Carlo error). Measured tolerances are in
- * test/calc/backends.test.ts.
+ * The generator is the `wasm` kernel's (calc/wasm/assembly/kernel.ts), addressed by (seed, path,
+ * dimension): two keyed rounds of murmur3's fmix32, the top bit the sign and the next 23 bits a
+ * quantile read from the same table. Its integer half is gpu.js functions with Integer arguments and
+ * results (i32 in WGSL and WebAssembly, Math.imul in cpu mode), so it computes the same words in
+ * every mode; constants are built from 16-bit halves and path ids arrive as 16-bit halves, since a
+ * kernel's plain values are f32 (exact only to 2^24). Pass 2 draws only the tail paths, by id.
+ *
+ * Numbers: the kernels compute in f32 where `wasm` computes in f32 too, with the same formulas
+ * (Estrin's series for G below |x| = ½, Abramowitz–Stegun 26.2.17 for Φ); a GPU's exp and its fused
+ * multiply-adds round differently by a few ulps, and in cpu mode gpu.js computes in f64 between its
+ * f32 inputs and outputs. The tolerance against `wasm` that follows is derived in docs/calculations.md
+ * and tested in test/calc/gpujs-kernels.test.ts.
  */
 import { GPU, type IKernelRunShortcut } from 'gpu.js';
 import { findTailSets } from '../kernels/tail-sets';
-import { fillNormals, type Seed, uniformAt } from '../random';
+import { kernelLines, KERNEL_OPTION_FIELDS, quantileTable, seedKeys } from '../kernels/wasm-kernel';
+import type { Seed } from '../random';
 import type { Scenario, SimulationOptions, SimulationResult } from '../simulation';
 import { checkPaths, type SimulationBackend, twoPassResult } from './backend';
 import { simulateTyped } from './typed';
@@ -26,156 +41,282 @@ import { describeAdapter, detectWebGpu, type GpuAdapterInfo } from './webgpu-nod
 
 export type GpuMode = 'webgpu' | 'webasm' | 'cpu';
 
-/** Paths per kernel launch. */
-export const GPU_BLOCK = 1024;
+/** Paths per component-sum segment (one `comp` thread adds this many paths in f32). */
+export const SEGMENT = 256;
+/**
+ * Bytes of one per-line chunk array (G or R): WebGPU's guaranteed storage binding size, or up to
+ * CHUNK_BYTES_MOST where the adapter allows more (then 3000 lines take 44,800 paths a chunk).
+ */
+export const CHUNK_BYTES = 128 * 1024 * 1024;
+export const CHUNK_BYTES_MOST = 512 * 1024 * 1024;
+/** The most paths in one chunk, whatever the memory allows (8 × 65,535 workgroups bound a launch's rows). */
+export const MAX_CHUNK_PATHS = 131072;
 
-// Kernel sources are strings: a transpiler (tsx, swc, coverage) would rewrite a function's text
-// into something gpu.js cannot parse. Inputs are flat f32 arrays; thread.x is the driver or column.
-const X = `
-  let x = 0;
-  for (let j = 0; j < this.constants.k; j++) { x += beta[d * this.constants.k + j] * f[p * this.constants.k + j]; }
-  x += sd[d] * z[p * this.constants.drivers + d];
-  if (d === pinned[0]) { x = pinned[1]; }`;
-const G_SOURCE = `function (f, z, beta, sd, pinned) {
-  const d = this.thread.x; const p = this.thread.y;${X}
-  if (x === 0) { return 1; }
-  return Math.expm1(x) / x;
-}`;
-const E_SOURCE = `function (f, z, beta, sd, pinned) {
-  const d = this.thread.x; const p = this.thread.y;
-  if (d === pinned[0]) {
-    let s = 0;
-    for (let j = 0; j < this.constants.k; j++) { s += beta[d * this.constants.k + j] * f[p * this.constants.k + j]; }
-    return pinned[1] - s;
-  }
-  return sd[d] * z[p * this.constants.drivers + d];
-}`;
-const L_SOURCE = `function (f, z, beta, sd, pinned, exposure) {
-  const p = this.thread.x;
-  let total = 0;
-  for (let d = 0; d < this.constants.drivers; d++) {${X}
-    total += exposure[d] * Math.expm1(x);
-  }
-  return total;
-}`;
-/** Column j < k: Σ_p w_p·g_pd·f_pj; column k: Σ_p w_p·g_pd·e_pd (one block, f32). */
-const C_SOURCE = `function (g, e, f, w) {
-  const j = this.thread.x; const d = this.thread.y;
-  let s = 0;
-  for (let p = 0; p < this.constants.block; p++) {
-    if (w[p] > 0) {
-      if (j < this.constants.k) { s += g[p][d] * f[p * this.constants.k + j]; } else { s += g[p][d] * e[p][d]; }
-    }
-  }
-  return s;
-}`;
+/**
+ * The generator's integer functions: (name, source, argument names). Each takes and returns i32
+ * (`Integer`); `MUL` is 32-bit multiplication, wrapping.
+ */
+function generatorFunctions(mode: GpuMode): [string, string, string[]][] {
+  const mul = mode === 'cpu' ? 'Math.imul(a, b)' : '(a * b)';
+  const add = mode === 'cpu' ? '((a + b) | 0)' : '(a + b)';
+  return [
+    ['join16', 'function join16(hi, lo) { return (hi << 16) | lo; }', ['hi', 'lo']],
+    ['mul32', `function mul32(a, b) { return ${mul}; }`, ['a', 'b']],
+    ['add32', `function add32(a, b) { return ${add}; }`, ['a', 'b']],
+    ['xs16', 'function xs16(h) { return h ^ (h >>> 16); }', ['h']],
+    ['xs13', 'function xs13(h) { return h ^ (h >>> 13); }', ['h']],
+    // murmur3's fmix32: 0x85ebca6b = join16(34283, 51819), 0xc2b2ae35 = join16(49842, 44597).
+    [
+      'fmix',
+      'function fmix(h) { return xs16(mul32(xs13(mul32(xs16(h), join16(34283, 51819))), join16(49842, 44597))); }',
+      ['h'],
+    ],
+    // The path's two keys: a = fmix(path ^ seedA), b = fmix(a ^ 0x6a09e667).
+    [
+      'keyA',
+      'function keyA(ph, pl, sah, sal) { return fmix(join16(ph, pl) ^ join16(sah, sal)); }',
+      ['ph', 'pl', 'sah', 'sal'],
+    ],
+    ['keyB', 'function keyB(a) { return fmix(a ^ join16(27145, 58983)); }', ['a']],
+    // A dimension's key: dim·0x9e3779b9 + seedB (0x9e3779b9 = join16(40503, 31161)).
+    [
+      'dimKey',
+      'function dimKey(dim, sbh, sbl) { return add32(mul32(dim, join16(40503, 31161)), join16(sbh, sbl)); }',
+      ['dim', 'sbh', 'sbl'],
+    ],
+    ['word', 'function word(a, b, key) { return fmix(fmix(add32(a, key)) ^ b); }', ['a', 'b', 'key']],
+    // The top 24 bits of the word of (seed, path, dim): exact in an f32.
+    [
+      'draw',
+      'function draw(ph, pl, sah, sal, sbh, sbl, dim) { return word(keyA(ph, pl, sah, sal), keyB(keyA(ph, pl, sah, sal)), dimKey(dim, sbh, sbl)) >>> 8; }',
+      ['ph', 'pl', 'sah', 'sal', 'sbh', 'sbl', 'dim'],
+    ],
+    // From a drawn code c (sign bit 23, m = low 23 bits): the quantile table's line and fraction of
+    // the f32 q' = m + ½, whose bits are ((E + 126) << 23) | ((n − 2^E) << (23 − E)) with n = 2m + 1
+    // and E = ⌊log2 n⌋ (the wasm kernel reads the same bits from the float).
+    ['odd', 'function odd(c) { return ((c & 8388607) << 1) | 1; }', ['c']],
+    ['expo', 'function expo(n) { return 31 - Math.clz32(n); }', ['n']],
+    ['mant', 'function mant(n, e) { return (n - (1 << e)) << (23 - e); }', ['n', 'e']],
+    [
+      'qline',
+      'function qline(c) { return (expo(odd(c)) << 6) | (mant(odd(c), expo(odd(c))) >>> 17); }',
+      ['c'],
+    ],
+    ['qfrac', 'function qfrac(c) { return mant(odd(c), expo(odd(c))) & 131071; }', ['c']],
+  ];
+}
 
-// Lines (FX, cash, options: §9–§11) and residual means (§13). XL/EL: a driver's x and e per path, the
-// residual centred on `mean`. U: a line's unit P&L from its drivers' x (Black–Scholes for an option,
-// with Φ by Abramowitz–Stegun 7.1.26, |error| < 1.5e-7, below f32's own rounding of the price). G, R:
-// the line's G and residual term. LL: the path's L. CL: the per-line component sums.
-const DRIVER = `
-  let sys = 0;
-  for (let j = 0; j < this.constants.k; j++) { sys += beta[d * this.constants.k + j] * f[p * this.constants.k + j]; }
-  let e = mean[d] + sd[d] * z[p * this.constants.drivers + d];
-  if (d === pinned[0]) { e = pinned[1] - sys; }`;
-const XL_SOURCE = `function (f, z, beta, sd, mean, pinned) {
-  const d = this.thread.x; const p = this.thread.y;${DRIVER}
-  return sys + e;
-}`;
-const EL_SOURCE = `function (f, z, beta, sd, mean, pinned) {
-  const d = this.thread.x; const p = this.thread.y;${DRIVER}
-  return e;
-}`;
-/** Source computing Φ(arg) into `name` (Abramowitz–Stegun 7.1.26 on erf). */
+/**
+ * A line's row in the kernels' `lin` array: primary driver, FX driver, exposure, then the option
+ * terms (right, ln(S/K), S, K, σ√T_h, P0; right 0 for a linear line). Inputs are packed into few
+ * arrays because WebGPU's default allows 8 storage buffers per shader stage.
+ */
+const LINE_FIELDS = 9;
+
+/** Source declaring `name`, the standard normal of (path, dim): the table's line through the fraction, signed. */
+const normal = (name: string, dim: string) => `
+  const c_${name} = draw(ph, pl, params[0], params[1], params[2], params[3], ${dim});
+  let ${name} = table[2 * qline(c_${name})] + table[2 * qline(c_${name}) + 1] * qfrac(c_${name});
+  if (c_${name} >= 8388608) { ${name} = -${name}; }`;
+
+/** Source declaring x_{s} and e_{s} of driver `d` for the path in row i (β·f + μ + sd·z; pinned: x = c). */
+const driver = (s: string, d: string) => `
+  let sys_${s} = 0;
+  for (let t = 0; t < this.constants.k; t++) { sys_${s} += drv[${d} * this.constants.ds + t] * f[i][t]; }${normal(`z_${s}`, `this.constants.k + ${d}`)}
+  let e_${s} = drv[${d} * this.constants.ds + this.constants.k + 1] + drv[${d} * this.constants.ds + this.constants.k] * z_${s};
+  let x_${s} = sys_${s} + e_${s};
+  if (${d} === params[4]) { x_${s} = params[5]; e_${s} = x_${s} - sys_${s}; }`;
+
+/** Source computing Φ(arg) into `name`: Abramowitz–Stegun 26.2.17, as the wasm kernel's vcdf. */
 const phi = (name: string, arg: string) => `
   let ${name} = 0;
   {
-    const y = ${arg} / 1.4142135623730951;
-    const ay = Math.abs(y);
-    const t = 1 / (1 + 0.3275911 * ay);
-    const poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-    let erf = 1 - poly * Math.exp(-ay * ay);
-    if (y < 0) { erf = -erf; }
-    ${name} = 0.5 * (1 + erf);
+    const a_${name} = Math.abs(${arg});
+    const t_${name} = 1 / (a_${name} * 0.2316419 + 1);
+    let p_${name} = 1.330274429 * t_${name} - 1.821255978;
+    p_${name} = p_${name} * t_${name} + 1.781477937;
+    p_${name} = p_${name} * t_${name} - 0.356563782;
+    p_${name} = p_${name} * t_${name} + 0.31938153;
+    p_${name} = p_${name} * t_${name};
+    const upper_${name} = Math.exp(a_${name} * a_${name} * -0.5) * 0.3989422804014327 * p_${name};
+    if (${arg} >= 0) { ${name} = 1 - upper_${name}; } else { ${name} = upper_${name}; }
   }`;
-const LINE_X = `
-  const a = primary[l]; const b = fxd[l];
-  let xl = 0; let el = 0; let xa = 0; let xb = 0;
-  if (a >= 0) { xa = x[p][a]; xl = xa; el = e[p][a]; }
-  if (b >= 0) { xb = x[p][b]; xl += xb; el += e[p][b]; }`;
-const U_SOURCE = `function (x, e, primary, fxd, option) {
-  const l = this.thread.x; const p = this.thread.y;${LINE_X}
-  const right = option[l * 6];
-  if (right === 0) { return Math.expm1(xl); }
-  const spot = option[l * 6 + 1] * Math.exp(xa);
-  const strike = option[l * 6 + 2];
-  const total = option[l * 6 + 4] * Math.sqrt(Math.max(option[l * 6 + 3], 0));
-  let price = 0;
-  if (right === 1) { price = Math.max(spot - strike, 0); } else { price = Math.max(strike - spot, 0); }
-  if (total > 0) {
-    const d1 = Math.log(spot / strike) / total + total / 2;
-    const d2 = d1 - total;
-    if (right === 1) {${phi('n1', 'd1')}${phi('n2', 'd2')}
-      price = spot * n1 - strike * n2;
-    } else {${phi('m1', '-d1')}${phi('m2', '-d2')}
-      price = strike * m2 - spot * m1;
-    }
+
+/**
+ * Source pricing line `l` for the path in row i: declares unit (its unit P&L), g (G) and res (the
+ * residual term), as the wasm kernel's drawGroup does.
+ */
+const LINE = `
+  const o = l * ${LINE_FIELDS};
+  const a = lin[o];
+  const b = lin[o + 1];
+  let xa = 0; let el = 0; let xfx = 0;
+  if (a >= 0) {${driver('a', 'a')}
+    xa = x_a; el = e_a;
   }
-  return Math.exp(xb) * price - option[l * 6 + 5];
+  let xl = xa;
+  if (b >= 0) {${driver('b', 'b')}
+    xfx = x_b; xl = xl + x_b; el = el + e_b;
+  }
+  const right = lin[o + 3];
+  let unit = 0; let g = 0; let res = 0;
+  if (right === 0) {
+    if (Math.abs(xl) < 0.5) {
+      const x2 = xl * xl;
+      const x4 = x2 * x2;
+      const p01 = xl * 0.5 + 1;
+      const p23 = xl * 0.041666666666666664 + 0.16666666666666666;
+      const p45 = xl * 0.001388888888888889 + 0.008333333333333333;
+      const p67 = xl * 0.0000248015873015873 + 0.0001984126984126984;
+      g = x4 * (x2 * p67 + p45) + (x2 * p23 + p01);
+    } else {
+      g = (Math.exp(xl) - 1) / xl;
+    }
+    unit = g * xl;
+    res = g * el;
+  } else {
+    const volT = lin[o + 7];
+    const strike = lin[o + 6];
+    const sh = lin[o + 5] * Math.exp(xa);
+    let later = 0;
+    if (volT > 0) {
+      const d1 = (lin[o + 4] + xa + 0.5 * volT * volT) / volT;
+      const d2 = d1 - volT;
+      if (right === 1) {${phi('n1', 'd1')}${phi('n2', 'd2')}
+        later = sh * n1 - strike * n2;
+      } else {${phi('m1', '-d1')}${phi('m2', '-d2')}
+        later = strike * m2 - sh * m1;
+      }
+    } else {
+      if (right === 1) { later = Math.max(sh - strike, 0); } else { later = Math.max(strike - sh, 0); }
+    }
+    if (b >= 0) { later = later * Math.exp(xfx); }
+    unit = later - lin[o + 8];
+    if (xl === 0) { g = 0; res = unit; } else { g = unit / xl; res = g * el; }
+  }`;
+
+/** The path id of row i, as 16-bit halves. */
+const PATH = `
+  const ph = ids[2 * i];
+  const pl = ids[2 * i + 1];`;
+
+const FACTORS_SOURCE = `function (ids, params, table, reg) {
+  const j = this.thread.x; const i = this.thread.y;${PATH}
+  const u = draw(ph, pl, params[0], params[1], params[2], params[3], -1) * 5.9604644775390625e-8;
+  let r = 0;
+  for (let q = 0; q < this.constants.regimes - 1; q++) {
+    if (r === q && !(u < reg[q * this.constants.rs])) { r = q + 1; }
+  }
+  let value = reg[r * this.constants.rs + 1 + j];
+  for (let t = 0; t < this.constants.k; t++) {${normal('z', 't')}
+    value = value + reg[r * this.constants.rs + 1 + this.constants.k + j * this.constants.k + t] * z;
+  }
+  return value;
 }`;
-const G_LINE_SOURCE = `function (x, e, primary, fxd, option, u) {
-  const l = this.thread.x; const p = this.thread.y;${LINE_X}
-  if (xl === 0) { if (option[l * 6] === 0) { return 1; } return 0; }
-  return u[p][l] / xl;
-}`;
-const R_LINE_SOURCE = `function (x, e, primary, fxd, option, u) {
-  const l = this.thread.x; const p = this.thread.y;${LINE_X}
-  if (xl === 0) { if (option[l * 6] === 0) { return el; } return u[p][l]; }
-  return u[p][l] / xl * el;
-}`;
-const LL_SOURCE = `function (u, exposure) {
-  const p = this.thread.x;
+const LINE_ARGS = 'ids, params, table, f, drv, lin';
+const LOSS_SOURCE = `function (${LINE_ARGS}) {
+  const i = this.thread.x;${PATH}
   let total = 0;
-  for (let l = 0; l < this.constants.lines; l++) { total += exposure[l] * u[p][l]; }
+  let carry = 0;
+  for (let l = 0; l < this.constants.lines; l++) {${LINE}
+    const term = lin[o + 2] * unit - carry;
+    const next = total + term;
+    carry = (next - total) - term;
+    total = next;
+  }
   return total;
 }`;
-/** Column j < k: Σ_p w_p·G_pl·f_pj; column k: Σ_p w_p·R_pl (one block, f32). */
-const CL_SOURCE = `function (g, r, f, w) {
-  const j = this.thread.x; const l = this.thread.y;
-  let s = 0;
-  for (let p = 0; p < this.constants.block; p++) {
-    if (w[p] > 0) {
-      if (j < this.constants.k) { s += g[p][l] * f[p * this.constants.k + j]; } else { s += r[p][l]; }
+const G_SOURCE = `function (${LINE_ARGS}) {
+  const l = this.thread.x; const i = this.thread.y;${PATH}${LINE}
+  return g;
+}`;
+const R_SOURCE = `function (${LINE_ARGS}) {
+  const l = this.thread.x; const i = this.thread.y;${PATH}${LINE}
+  return res;
+}`;
+/** Column j < k: Σ over segment s of w·G·f_j; column k: Σ w·R. */
+const COMP_SOURCE = `function (g, r, f, w) {
+  const j = this.thread.x; const l = this.thread.y; const s = this.thread.z;
+  let sum = 0;
+  for (let q = 0; q < ${SEGMENT}; q++) {
+    const i = s * ${SEGMENT} + q;
+    if (w[i] > 0) {
+      if (j < this.constants.k) { sum = sum + g[i][l] * f[i][j]; } else { sum = sum + r[i][l]; }
     }
   }
-  return s;
+  return sum;
+}`;
+const REDUCE_SOURCE = `function (c) {
+  const j = this.thread.x; const l = this.thread.y;
+  let sum = 0;
+  for (let s = 0; s < this.constants.segments; s++) { sum = sum + c[s][l][j]; }
+  return sum;
 }`;
 
-interface LineKernels {
-  x: IKernelRunShortcut;
-  e: IKernelRunShortcut;
-  u: IKernelRunShortcut;
+interface Kernels {
+  readonly rows: number;
+  factors: IKernelRunShortcut;
+  loss: IKernelRunShortcut;
   g: IKernelRunShortcut;
   r: IKernelRunShortcut;
-  l: IKernelRunShortcut;
-  c: IKernelRunShortcut;
+  comp: IKernelRunShortcut;
+  reduce: IKernelRunShortcut;
 }
 
-interface Kernels {
-  g: IKernelRunShortcut;
-  e: IKernelRunShortcut;
-  l: IKernelRunShortcut;
-  c: IKernelRunShortcut;
+const withGenerator = new WeakSet<GPU>();
+
+/** Adds the generator's functions to a gpu.js instance (once). */
+function installGenerator(gpu: GPU, mode: GpuMode): void {
+  if (withGenerator.has(gpu)) return;
+  withGenerator.add(gpu);
+  for (const [, source, names] of generatorFunctions(mode)) {
+    const argumentTypes = Object.fromEntries(names.map((name) => [name, 'Integer']));
+    gpu.addFunction(source as never, { argumentTypes, returnType: 'Integer' } as never);
+  }
+}
+
+/**
+ * The generator alone, for tests and the GPU check: for paths 0..paths−1 (below 2^24) at dimension
+ * `dim` (−1: the regime uniform's), the drawn 24-bit codes (the word's top 24 bits) and the normals,
+ * computed by a kernel in the instance's mode.
+ */
+export async function drawOn(
+  gpu: GPU,
+  mode: GpuMode,
+  seed: Seed,
+  paths: number,
+  dim: number,
+): Promise<{ codes: Float32Array; normals: Float32Array }> {
+  installGenerator(gpu, mode);
+  const [seedA, seedB] = seedKeys(seed);
+  const params = Float32Array.from([seedA >>> 16, seedA & 0xffff, seedB >>> 16, seedB & 0xffff, dim]);
+  const ids = new Float32Array(2 * paths);
+  for (let p = 0; p < paths; p++) [ids[2 * p], ids[2 * p + 1]] = [p >>> 16, p & 0xffff];
+  const settings = { output: [paths], tactic: 'precision' as const };
+  const codes = gpu.createKernel(
+    `function (ids, params) { const i = this.thread.x;${PATH}
+      return draw(ph, pl, params[0], params[1], params[2], params[3], params[4]); }` as never,
+    settings,
+  );
+  const normals = gpu.createKernel(
+    `function (ids, params, table) { const i = this.thread.x;${PATH}${normal('z', 'params[4]')}
+      return z; }` as never,
+    settings,
+  );
+  return {
+    codes: (await Promise.resolve(codes(ids, params))) as Float32Array,
+    normals: (await Promise.resolve(normals(ids, params, quantileTable()))) as Float32Array,
+  };
 }
 
 /** Probes webgpu → webasm → cpu with a tiny kernel; the first mode that computes it right wins. */
-export async function probeGpuMode(): Promise<{ gpu: GPU; mode: GpuMode }> {
+export async function probeGpuMode(only?: GpuMode): Promise<{ gpu: GPU; mode: GpuMode }> {
   for (const mode of ['webgpu', 'webasm', 'cpu'] as const) {
+    if (only !== undefined && mode !== only) continue;
     try {
       if (mode === 'webgpu' && !(await GPU.isWebGPUAvailable())) continue;
       const gpu = new GPU({ mode });
-      const kernel = gpu.createKernel(`function (a) { return Math.expm1(a[this.thread.x]); }` as never, {
+      const kernel = gpu.createKernel(`function (a) { return Math.exp(a[this.thread.x]) - 1; }` as never, {
         output: [2],
       });
       const out = (await Promise.resolve(kernel([0, 1]))) as Float32Array;
@@ -185,165 +326,170 @@ export async function probeGpuMode(): Promise<{ gpu: GPU; mode: GpuMode }> {
       // This mode is unavailable here; try the next one.
     }
   }
-  throw new Error('gpu.js has no working mode');
+  throw new Error(`gpu.js has no working mode${only ? ` (${only} asked)` : ''}`);
 }
 
-export async function gpujsBackend(
-  options: { vulkanDirs?: readonly string[] } = {},
-): Promise<SimulationBackend> {
+/** Rows (paths) per chunk: what fits `chunkBytes` per lines-wide f32 array, whole segments, at most the paths. */
+export function chunkRows(paths: number, lines: number, chunkBytes: number): number {
+  const fit = Math.floor(chunkBytes / (4 * Math.max(1, lines)) / SEGMENT) * SEGMENT;
+  const wanted = Math.ceil(paths / SEGMENT) * SEGMENT;
+  return Math.max(SEGMENT, Math.min(fit, wanted, MAX_CHUNK_PATHS));
+}
+
+export interface GpujsOptions {
+  /** Folders to look for the Vulkan loader in (the caller's LD_LIBRARY_PATH first). */
+  readonly vulkanDirs?: readonly string[];
+  /** A gpu.js mode to use instead of the probe's first working one (tests run cpu and webasm). */
+  readonly mode?: GpuMode;
+  /** Bytes of one chunk's G (and of its R); default CHUNK_BYTES. */
+  readonly chunkBytes?: number;
+}
+
+export async function gpujsBackend(options: GpujsOptions = {}): Promise<SimulationBackend> {
   // navigator.gpu first (Dawn, where a Vulkan loader exists), so gpu.js can find an adapter.
-  const webgpu = await detectWebGpu(options.vulkanDirs);
-  const { gpu, mode } = await probeGpuMode();
-  const adapter: GpuAdapterInfo | undefined = mode === 'webgpu' && webgpu.ok ? webgpu.adapter : undefined;
+  const webgpu =
+    options.mode === undefined || options.mode === 'webgpu' ? await detectWebGpu(options.vulkanDirs) : null;
+  const { gpu, mode } = await probeGpuMode(options.mode);
+  const onAdapter = mode === 'webgpu' && webgpu?.ok ? webgpu : undefined;
+  const chunkBytes =
+    options.chunkBytes ?? Math.max(CHUNK_BYTES, Math.min(CHUNK_BYTES_MOST, onAdapter?.maxStorageBytes ?? 0));
+  return gpujsBackendOn(gpu, mode, onAdapter?.adapter, chunkBytes);
+}
+
+/**
+ * The backend on a gpu.js instance already made in `mode` (the probe's, or a test's: Dawn's Null
+ * adapter validates every kernel's WGSL without computing anything).
+ */
+export function gpujsBackendOn(
+  gpu: GPU,
+  mode: GpuMode,
+  adapter: GpuAdapterInfo | undefined,
+  chunkBytes: number,
+): SimulationBackend {
+  installGenerator(gpu, mode);
+
   const cache = new Map<string, Kernels>();
-  const kernelsFor = (k: number, drivers: number, block: number): Kernels => {
-    const key = `${k}/${drivers}/${block}`;
+  const kernelsFor = (k: number, drivers: number, lines: number, regimes: number, rows: number): Kernels => {
+    const key = `${k}/${drivers}/${lines}/${regimes}/${rows}`;
     let kernels = cache.get(key);
     if (kernels === undefined) {
-      const constants = { k, drivers, block };
-      const make = (source: string, output: number[]) =>
-        gpu.createKernel(source as never, { constants, output, tactic: 'precision' });
+      const segments = rows / SEGMENT;
+      const constants = { k, drivers, lines, regimes, segments, rs: 1 + k + k * k, ds: k + 2 };
+      const make = (source: string, output: number[], pipeline: boolean) =>
+        gpu.createKernel(source as never, { constants, output, pipeline, tactic: 'precision' });
       kernels = {
-        g: make(G_SOURCE, [drivers, block]),
-        e: make(E_SOURCE, [drivers, block]),
-        l: make(L_SOURCE, [block]),
-        c: make(C_SOURCE, [k + 1, drivers]),
+        rows,
+        factors: make(FACTORS_SOURCE, [k, rows], true),
+        loss: make(LOSS_SOURCE, [rows], false),
+        g: make(G_SOURCE, [lines, rows], true),
+        r: make(R_SOURCE, [lines, rows], true),
+        comp: make(COMP_SOURCE, [k + 1, lines, segments], true),
+        reduce: make(REDUCE_SOURCE, [k + 1, lines], false),
       };
       cache.set(key, kernels);
     }
     return kernels;
   };
 
-  const lineCache = new Map<string, LineKernels>();
-  const lineKernelsFor = (k: number, drivers: number, lines: number, block: number): LineKernels => {
-    const key = `${k}/${drivers}/${lines}/${block}`;
-    let kernels = lineCache.get(key);
-    if (kernels === undefined) {
-      const constants = { k, drivers, lines, block };
-      const make = (source: string, output: number[]) =>
-        gpu.createKernel(source as never, { constants, output, tactic: 'precision' });
-      kernels = {
-        x: make(XL_SOURCE, [drivers, block]),
-        e: make(EL_SOURCE, [drivers, block]),
-        u: make(U_SOURCE, [lines, block]),
-        g: make(G_LINE_SOURCE, [lines, block]),
-        r: make(R_LINE_SOURCE, [lines, block]),
-        l: make(LL_SOURCE, [block]),
-        c: make(CL_SOURCE, [k + 1, lines]),
-      };
-      lineCache.set(key, kernels);
-    }
-    return kernels;
-  };
-
-  /** A book with lines or residual means (§9–§13): drivers' x and e, then lines, on the kernels. */
-  const simulateLines = async (scenario: Scenario, options: SimulationOptions): Promise<SimulationResult> => {
-    const { paths } = options;
-    const note = options.onAllocate ?? (() => {});
-    const { k, exposure, beta, residualSd, pinned } = scenario;
-    const drivers = exposure.length;
-    // Without lines, each driver is a linear line of its exposure (a stock book with drift).
-    const lines = scenario.lines ?? {
-      primary: Int32Array.from(exposure, (_, d) => d),
-      fx: new Int32Array(drivers).fill(-1),
-      exposure,
-      option: null,
-    };
-    const count = lines.primary.length;
-    const width = k + 1;
-    const block = Math.min(GPU_BLOCK, paths);
-    const kernels = lineKernelsFor(k, drivers, count, block);
-    const host = new BlockInputs(scenario, options.seed, block);
-    note('block factors (f32)', block * k);
-    note('block residual normals (f32)', block * drivers);
-    const beta32 = Float32Array.from(beta);
-    const sd32 = Float32Array.from(residualSd);
-    const mean32 = Float32Array.from(scenario.residualMean ?? new Float64Array(drivers));
-    const pinned32 = Float32Array.from(pinned === null ? [-1, 0] : [pinned.driver, pinned.logReturn]);
-    const primary32 = Float32Array.from(lines.primary);
-    const fx32 = Float32Array.from(lines.fx);
-    const option32 = lines.option === null ? new Float32Array(count * 6) : Float32Array.from(lines.option);
-    const exposure32 = Float32Array.from(lines.exposure);
-    const weights = new Float32Array(block);
-
-    const runBlock = async (
-      pathAt: (i: number) => number,
-      n: number,
-      sets: { weights: (i: number) => boolean; sums: Float64Array }[],
-    ): Promise<Float32Array> => {
-      host.fill(pathAt, n);
-      const args = [host.f, host.z, beta32, sd32, mean32, pinned32] as const;
-      const x = (await Promise.resolve(kernels.x(...args))) as Float32Array[];
-      const e = (await Promise.resolve(kernels.e(...args))) as Float32Array[];
-      const lineArgs = [x, e, primary32, fx32, option32] as const;
-      const u = (await Promise.resolve(kernels.u(...lineArgs))) as Float32Array[];
-      const loss = (await Promise.resolve(kernels.l(u, exposure32))) as Float32Array;
-      const g = (await Promise.resolve(kernels.g(...lineArgs, u))) as Float32Array[];
-      const r = (await Promise.resolve(kernels.r(...lineArgs, u))) as Float32Array[];
-      for (const set of sets) {
-        for (let i = 0; i < block; i++) weights[i] = i < n && set.weights(i) ? 1 : 0;
-        const c = (await Promise.resolve(kernels.c(g, r, host.f, weights))) as Float32Array[];
-        for (let l = 0; l < count; l++) {
-          const row = c[l]!;
-          for (let j = 0; j < width; j++) set.sums[l * width + j]! += row[j]!;
-        }
-      }
-      return loss;
-    };
-    return twoPasses(paths, block, count * width, options, note, runBlock);
-  };
-
   const simulate = async (scenario: Scenario, options: SimulationOptions): Promise<SimulationResult> => {
     const { paths } = options;
     checkPaths(paths);
-    if (scenario.lines !== undefined || scenario.residualMean !== undefined) {
-      // A book of base-currency cash only has no driver to put on a kernel: its P&L is 0 everywhere.
-      if (scenario.exposure.length === 0) return simulateTyped(scenario, options);
-      return simulateLines(scenario, options);
-    }
+    // A book of base-currency cash only has no driver to draw: its P&L is 0 everywhere.
+    if (scenario.exposure.length === 0) return simulateTyped(scenario, options);
     const note = options.onAllocate ?? (() => {});
-    const { k, exposure, beta, residualSd, pinned } = scenario;
-    const drivers = exposure.length;
+    const { k, regimes, pinned } = scenario;
+    const drivers = scenario.exposure.length;
+    const lineTables = kernelLines(scenario);
+    const lines = lineTables.primary.length;
     const width = k + 1;
-    const block = Math.min(GPU_BLOCK, paths);
-    const kernels = kernelsFor(k, drivers, block);
-    const host = new BlockInputs(scenario, options.seed, block);
-    note('block factors (f32)', block * k);
-    note('block residual normals (f32)', block * drivers);
-    const beta32 = Float32Array.from(beta);
-    const sd32 = Float32Array.from(residualSd);
-    const exposure32 = Float32Array.from(exposure);
-    const pinned32 = Float32Array.from(pinned === null ? [-1, 0] : [pinned.driver, pinned.logReturn]);
-    const weights = new Float32Array(block);
+    const rows = chunkRows(paths, lines, chunkBytes);
+    const kernels = kernelsFor(k, drivers, lines, regimes.length, rows);
+    note('chunk G and R (f32, device)', 2 * rows * lines);
+    note('chunk factors (f32, device)', rows * k);
 
-    /** One block: fills inputs for `ids`, returns per-path L (f32) and adds weighted sums per set. */
-    const runBlock = async (
+    const [seedA, seedB] = seedKeys(options.seed);
+    const params = Float32Array.from([
+      seedA >>> 16,
+      seedA & 0xffff,
+      seedB >>> 16,
+      seedB & 0xffff,
+      pinned === null ? -1 : pinned.driver,
+      pinned === null ? 0 : pinned.logReturn,
+    ]);
+    // Packed rows (see LINE_FIELDS): a regime's cumulative probability, mean and root; a driver's
+    // β, sd and μ; a line's drivers, exposure and option terms.
+    const rs = 1 + k + k * k;
+    const reg = new Float32Array(regimes.length * rs);
+    let cumulative = 0;
+    regimes.forEach((regime, r) => {
+      reg[r * rs] = cumulative += regime.probability;
+      reg.set(regime.mean, r * rs + 1);
+      reg.set(regime.root, r * rs + 1 + k);
+    });
+    const ds = k + 2;
+    const drv = new Float32Array(drivers * ds);
+    for (let d = 0; d < drivers; d++) {
+      drv.set(scenario.beta.subarray(d * k, (d + 1) * k), d * ds);
+      drv[d * ds + k] = scenario.residualSd[d]!;
+      drv[d * ds + k + 1] = scenario.residualMean?.[d] ?? 0;
+    }
+    const lin = new Float32Array(lines * LINE_FIELDS);
+    for (let l = 0; l < lines; l++) {
+      lin[l * LINE_FIELDS] = lineTables.primary[l]!;
+      lin[l * LINE_FIELDS + 1] = lineTables.fx[l]!;
+      lin[l * LINE_FIELDS + 2] = lineTables.exposure[l]!;
+      lin.set(
+        lineTables.option.subarray(l * KERNEL_OPTION_FIELDS, l * KERNEL_OPTION_FIELDS + 6),
+        l * LINE_FIELDS + 3,
+      );
+    }
+    const table = quantileTable();
+    const ids = new Float32Array(2 * rows);
+    const weights = [0, 1, 2].map(() => new Float32Array(rows));
+
+    /** One chunk: its paths' L and, per set, the weighted component sums added into `sums` (f64). */
+    const runChunk = async (
       pathAt: (i: number) => number,
       count: number,
-      sets: { weights: (i: number) => boolean; sums: Float64Array }[],
-    ): Promise<Float32Array> => {
-      host.fill(pathAt, count);
-      const args = [host.f, host.z, beta32, sd32, pinned32] as const;
-      const loss = (await Promise.resolve(kernels.l(...args, exposure32))) as Float32Array;
-      const g = (await Promise.resolve(kernels.g(...args))) as Float32Array[];
-      const e = (await Promise.resolve(kernels.e(...args))) as Float32Array[];
-      for (const set of sets) {
-        for (let i = 0; i < block; i++) weights[i] = i < count && set.weights(i) ? 1 : 0;
-        const c = (await Promise.resolve(kernels.c(g, e, host.f, weights))) as Float32Array[];
-        for (let d = 0; d < drivers; d++) {
-          const row = c[d]!;
-          for (let j = 0; j < width; j++) set.sums[d * width + j]! += row[j]!;
+      sets: { weight: (i: number) => boolean; sums: Float64Array }[],
+      withLoss: boolean,
+    ): Promise<Float32Array | null> => {
+      for (let i = 0; i < rows; i++) {
+        // Rows past the end repeat the last path, weighted 0.
+        const p = pathAt(Math.min(i, count - 1));
+        ids[2 * i] = p >>> 16;
+        ids[2 * i + 1] = p & 0xffff;
+      }
+      // Launched in order without waiting for the readbacks (L, the sums) until the chunk's end, so
+      // the device queue stays full; pipelined results never leave the device.
+      const f = await Promise.resolve(kernels.factors(ids, params, table, reg));
+      const args = [ids, params, table, f, drv, lin] as const;
+      const loss = withLoss ? (Promise.resolve(kernels.loss(...args)) as Promise<Float32Array>) : null;
+      const g = await Promise.resolve(kernels.g(...args));
+      const r = await Promise.resolve(kernels.r(...args));
+      const reduced: Promise<Float32Array[]>[] = [];
+      for (const [s, set] of sets.entries()) {
+        const w = weights[s]!;
+        for (let i = 0; i < rows; i++) w[i] = i < count && set.weight(i) ? 1 : 0;
+        const c = await Promise.resolve(kernels.comp(g, r, f, w));
+        reduced.push(Promise.resolve(kernels.reduce(c)) as Promise<Float32Array[]>);
+      }
+      for (const [s, set] of sets.entries()) {
+        const sums = await reduced[s]!;
+        for (let l = 0; l < lines; l++) {
+          const row = sums[l]!;
+          for (let j = 0; j < width; j++) set.sums[l * width + j]! += row[j]!;
         }
       }
-      return loss;
+      return loss === null ? null : await loss;
     };
 
     note('portfolio P&L per path', paths);
     const loss = new Float64Array(paths);
-    const ev = new Float64Array(drivers * width);
-    for (let first = 0; first < paths; first += block) {
-      const count = Math.min(block, paths - first);
-      const l = await runBlock((i) => first + i, count, [{ weights: () => true, sums: ev }]);
+    const ev = new Float64Array(lines * width);
+    for (let first = 0; first < paths; first += rows) {
+      const count = Math.min(rows, paths - first);
+      const l = (await runChunk((i) => first + i, count, [{ weight: () => true, sums: ev }], true))!;
       for (let i = 0; i < count; i++) loss[first + i] = l[i]!;
     }
     let evTotal = 0;
@@ -351,19 +497,19 @@ export async function gpujsBackend(
 
     const withBand = options.varBand === true;
     const sets = findTailSets(loss, options.tail, withBand, note);
-    const neg = new Float64Array(drivers * width);
-    const pos = new Float64Array(drivers * width);
-    const band = new Float64Array(withBand ? drivers * width : 0);
-    const { ids, masks } = sets;
-    for (let first = 0; first < ids.length; first += block) {
-      const count = Math.min(block, ids.length - first);
+    const neg = new Float64Array(lines * width);
+    const pos = new Float64Array(lines * width);
+    const band = new Float64Array(withBand ? lines * width : 0);
+    const { ids: tailIds, masks } = sets;
+    for (let first = 0; first < tailIds.length; first += rows) {
+      const count = Math.min(rows, tailIds.length - first);
       const has = (bit: number) => (i: number) => (masks[first + i]! & bit) !== 0;
       const targets = [
-        { weights: has(1), sums: neg },
-        { weights: has(2), sums: pos },
-        ...(withBand ? [{ weights: has(4), sums: band }] : []),
+        { weight: has(1), sums: neg },
+        { weight: has(2), sums: pos },
+        ...(withBand ? [{ weight: has(4), sums: band }] : []),
       ];
-      await runBlock((i) => ids[first + i]!, count, targets);
+      await runChunk((i) => tailIds[first + i]!, count, targets, false);
     }
     return twoPassResult(paths, loss, evTotal, sets, { ev, neg, pos, band });
   };
@@ -372,8 +518,8 @@ export async function gpujsBackend(
   return {
     name: 'gpujs',
     detail:
-      `gpu.js ${mode}${adapter ? ` on ${describeAdapter(adapter)}` : ''}, ${GPU_BLOCK}-path launches, ` +
-      'Philox on the host',
+      `gpu.js ${mode}${adapter ? ` on ${describeAdapter(adapter)}` : ''}, one thread per path, ` +
+      'generator on the device',
     ...(adapter ? { adapter } : {}),
     simulate: (scenario, options) => {
       const run = queue.then(() => simulate(scenario, options));
@@ -382,91 +528,4 @@ export async function gpujsBackend(
     },
     close: () => gpu.destroy(),
   };
-}
-
-type BlockRunner = (
-  pathAt: (i: number) => number,
-  count: number,
-  sets: { weights: (i: number) => boolean; sums: Float64Array }[],
-) => Promise<Float32Array>;
-
-/** Pass 1 over every path (L, ev sums), the tail sets on the host, pass 2 over the tail paths. */
-async function twoPasses(
-  paths: number,
-  block: number,
-  size: number,
-  options: SimulationOptions,
-  note: (what: string, n: number) => void,
-  runBlock: BlockRunner,
-): Promise<SimulationResult> {
-  note('portfolio P&L per path', paths);
-  const loss = new Float64Array(paths);
-  const ev = new Float64Array(size);
-  for (let first = 0; first < paths; first += block) {
-    const count = Math.min(block, paths - first);
-    const l = await runBlock((i) => first + i, count, [{ weights: () => true, sums: ev }]);
-    for (let i = 0; i < count; i++) loss[first + i] = l[i]!;
-  }
-  let evTotal = 0;
-  for (let p = 0; p < paths; p++) evTotal += loss[p]!;
-  const withBand = options.varBand === true;
-  const sets = findTailSets(loss, options.tail, withBand, note);
-  const neg = new Float64Array(size);
-  const pos = new Float64Array(size);
-  const band = new Float64Array(withBand ? size : 0);
-  const { ids, masks } = sets;
-  for (let first = 0; first < ids.length; first += block) {
-    const count = Math.min(block, ids.length - first);
-    const has = (bit: number) => (i: number) => (masks[first + i]! & bit) !== 0;
-    const targets = [
-      { weights: has(1), sums: neg },
-      { weights: has(2), sums: pos },
-      ...(withBand ? [{ weights: has(4), sums: band }] : []),
-    ];
-    await runBlock((i) => ids[first + i]!, count, targets);
-  }
-  return twoPassResult(paths, loss, evTotal, sets, { ev, neg, pos, band });
-}
-
-/** The host half of path generation: a block's factors and residual normals, as the reference draws them. */
-class BlockInputs {
-  readonly f: Float32Array;
-  readonly z: Float32Array;
-  private readonly zPath: Float64Array;
-  private readonly words = new Uint32Array(4);
-  private readonly cumulative: Float64Array;
-
-  constructor(
-    private readonly scenario: Scenario,
-    private readonly seed: Seed,
-    block: number,
-  ) {
-    const drivers = scenario.exposure.length;
-    this.f = new Float32Array(block * scenario.k);
-    this.z = new Float32Array(block * drivers);
-    this.zPath = new Float64Array(scenario.k + drivers);
-    this.cumulative = new Float64Array(scenario.regimes.length);
-    let total = 0;
-    scenario.regimes.forEach((regime, r) => (this.cumulative[r] = total += regime.probability));
-  }
-
-  fill(pathAt: (i: number) => number, count: number): void {
-    const { k, regimes } = this.scenario;
-    const drivers = this.scenario.exposure.length;
-    const { f, z, zPath, words, cumulative } = this;
-    for (let i = 0; i < count; i++) {
-      const p = pathAt(i);
-      fillNormals(this.seed, p, zPath, k + drivers, 0, words);
-      const u = uniformAt(this.seed, p, 0, words);
-      let r = 0;
-      while (r < regimes.length - 1 && !(u < cumulative[r]!)) r++;
-      const { mean, root } = regimes[r]!;
-      for (let a = 0; a < k; a++) {
-        let value = mean[a]!;
-        for (let j = 0; j < k; j++) value += root[a * k + j]! * zPath[j]!;
-        f[i * k + a] = value;
-      }
-      z.set(zPath.subarray(k), i * drivers);
-    }
-  }
 }

@@ -21,12 +21,19 @@ export interface GpuAdapterInfo {
 }
 
 export type WebGpuStatus =
-  { readonly ok: true; readonly adapter: GpuAdapterInfo } | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: true;
+      readonly adapter: GpuAdapterInfo;
+      /** The most bytes one storage buffer may bind on it (absent where the adapter does not say). */
+      readonly maxStorageBytes?: number;
+    }
+  | { readonly ok: false; readonly reason: string };
 
 /** The part of `navigator.gpu` used here. */
 export interface GpuLike {
   requestAdapter(options?: { powerPreference?: 'high-performance' | 'low-power' }): Promise<{
     info?: Partial<GpuAdapterInfo>;
+    limits?: { maxStorageBufferBindingSize?: number; maxBufferSize?: number };
   } | null>;
 }
 
@@ -107,8 +114,10 @@ export async function webgpuAdapter(gpu: GpuLike | string): Promise<WebGpuStatus
   }
   if (adapter === null) return { ok: false, reason: 'no WebGPU adapter answered (no GPU driver found)' };
   const info = adapter.info ?? {};
+  const { maxStorageBufferBindingSize: binding, maxBufferSize: buffer } = adapter.limits ?? {};
   return {
     ok: true,
+    ...(binding !== undefined && buffer !== undefined ? { maxStorageBytes: Math.min(binding, buffer) } : {}),
     adapter: {
       vendor: info.vendor ?? '',
       architecture: info.architecture ?? '',

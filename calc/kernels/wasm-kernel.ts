@@ -36,7 +36,7 @@ interface KernelExports {
 /** Paths (pass 1) or ids (pass 2) per kernel call; a caller's range is cut into these in order. */
 export const WASM_CALL_PATHS = 4096;
 /** Option fields per line in the kernel: right, ln(S/K), S, K, σ√T_h, P0, 2 spare. */
-const KERNEL_OPTION_FIELDS = 8;
+export const KERNEL_OPTION_FIELDS = 8;
 
 let compiled: WasmModule | null = null;
 let table: Float32Array<ArrayBuffer> | null = null;
@@ -149,36 +149,11 @@ export class WasmKernel {
     f32(beta, drivers * k).set(scenario.beta.subarray(0, drivers * k));
     f32(sd, drivers).set(scenario.residualSd.subarray(0, drivers));
     if (scenario.residualMean) f32(mu, drivers).set(scenario.residualMean.subarray(0, drivers));
-    const lineSet = scenario.lines;
-    if (lineSet === undefined) {
-      new Int32Array(buffer, primary, lines).forEach((_, l, a) => (a[l] = l));
-      new Int32Array(buffer, fx, lines).fill(-1);
-      new Float64Array(buffer, exposure, lines).set(scenario.exposure);
-    } else {
-      new Int32Array(buffer, primary, lines).set(lineSet.primary);
-      new Int32Array(buffer, fx, lines).set(lineSet.fx);
-      new Float64Array(buffer, exposure, lines).set(lineSet.exposure);
-      const terms = lineSet.option;
-      if (terms !== null) {
-        const out = f32(option, lines * KERNEL_OPTION_FIELDS);
-        for (let l = 0; l < lines; l++) {
-          const o = l * OPTION_FIELDS;
-          const right = terms[o]!;
-          if (right === 0) continue;
-          const [spot, strike, years, sigma, p0] = [
-            terms[o + 1]!,
-            terms[o + 2]!,
-            terms[o + 3]!,
-            terms[o + 4]!,
-            terms[o + 5]!,
-          ];
-          out.set(
-            [right, Math.log(spot / strike), spot, strike, sigma * Math.sqrt(Math.max(years, 0)), p0],
-            l * KERNEL_OPTION_FIELDS,
-          );
-        }
-      }
-    }
+    const tables = kernelLines(scenario);
+    new Int32Array(buffer, primary, lines).set(tables.primary);
+    new Int32Array(buffer, fx, lines).set(tables.fx);
+    new Float64Array(buffer, exposure, lines).set(tables.exposure);
+    f32(option, lines * KERNEL_OPTION_FIELDS).set(tables.option);
     const pinned = scenario.pinned;
     ex.configure(
       k,
@@ -257,6 +232,50 @@ export class WasmKernel {
 }
 
 /**
+ * A scenario's lines as the kernels read them (this one and the gpujs kernels): a book without lines
+ * is one linear line per driver; an option line's terms are (right, ln(S/K), S, K, σ√T_h, P0) in
+ * KERNEL_OPTION_FIELDS slots, zeros for a linear line.
+ */
+export function kernelLines(scenario: Scenario): {
+  primary: Int32Array;
+  fx: Int32Array;
+  exposure: Float64Array;
+  option: Float32Array;
+} {
+  const lines = lineCount(scenario);
+  const lineSet = scenario.lines;
+  const option = new Float32Array(lines * KERNEL_OPTION_FIELDS);
+  if (lineSet === undefined) {
+    return {
+      primary: Int32Array.from({ length: lines }, (_, l) => l),
+      fx: new Int32Array(lines).fill(-1),
+      exposure: Float64Array.from(scenario.exposure),
+      option,
+    };
+  }
+  const terms = lineSet.option;
+  if (terms !== null) {
+    for (let l = 0; l < lines; l++) {
+      const o = l * OPTION_FIELDS;
+      const right = terms[o]!;
+      if (right === 0) continue;
+      const [spot, strike, years, sigma, p0] = [
+        terms[o + 1]!,
+        terms[o + 2]!,
+        terms[o + 3]!,
+        terms[o + 4]!,
+        terms[o + 5]!,
+      ];
+      option.set(
+        [right, Math.log(spot / strike), spot, strike, sigma * Math.sqrt(Math.max(years, 0)), p0],
+        l * KERNEL_OPTION_FIELDS,
+      );
+    }
+  }
+  return { primary: lineSet.primary, fx: lineSet.fx, exposure: lineSet.exposure, option };
+}
+
+/**
  * The kernel's two 32-bit keys from the 64-bit seed: splitmix64's finaliser of (hi, lo), so every
  * bit of the seed moves every bit of both keys (the kernel XORs the first into the path index).
  */
@@ -268,6 +287,36 @@ export function seedKeys(seed: Seed): [number, number] {
   z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask;
   z ^= z >> 31n;
   return [Number(z >> 32n), Number(z & 0xffffffffn)];
+}
+
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * The kernel's 32-bit word of (seed, path, dim) in plain JavaScript, from its description (two keyed
+ * fmix32 rounds): what the gpujs kernels' generator is checked against, here and on a GPU.
+ */
+export function kernelWord(seed: Seed, path: number, dim: number): number {
+  const [seedA, seedB] = seedKeys(seed);
+  const a = fmix32((path ^ seedA) >>> 0);
+  const b = fmix32((a ^ 0x6a09e667) >>> 0);
+  const key = (Math.imul(dim, 0x9e3779b9) + seedB) >>> 0;
+  return fmix32((fmix32((a + key) >>> 0) ^ b) >>> 0);
+}
+
+/** The kernel's normal of a word, with its f32 arithmetic: the quantile table's line at q' = m + ½, signed. */
+export function kernelNormal(word: number): number {
+  const table = quantileTable();
+  const q = new Float32Array([((word << 1) >>> 9) + 0.5]);
+  const bits = new Uint32Array(q.buffer)[0]!;
+  const line = (bits >>> 17) - (126 << 6);
+  const z = Math.fround(Math.fround(table[2 * line + 1]! * (bits & 0x1ffff)) + table[2 * line]!);
+  return word >>> 31 ? -z : z;
 }
 
 function align(n: number, to: number): number {

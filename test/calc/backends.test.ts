@@ -1,8 +1,9 @@
 /**
  * Simulation backends against the reference `simulate`: `typed` bit for bit; `threads` with the
  * reference's L, tail sets and portfolio figures bit for bit and component means within f64 rounding
- * of chunked sums, identical for any thread count; `gpujs` (f32 kernels) within its documented
- * tolerance. Also: results plug into `finish`, runs are deterministic, memory stays O(paths + D×k).
+ * of chunked sums, identical for any thread count (`wasm` and `gpujs`, with their own generator, are
+ * checked in wasm-backend.test.ts and gpujs-kernels.test.ts). Also: results plug into `finish`, runs
+ * are deterministic, memory stays O(paths + D×k).
  */
 import { chooseBackend, createBackend } from '../../calc/backends/choose';
 import type { SimulationBackend } from '../../calc/backends/backend';
@@ -22,68 +23,7 @@ import { dayNumber, formatDay } from '../../calc/market-data';
 import type { CalcSecurity } from '../../calc/calculation-request';
 import { fixtureMarket } from './support/fixture-market';
 import { fxMarket } from './support/fx-market';
-
-/** A deterministic scenario: k projections, two regimes with non-zero means, optional pinned driver. */
-function scenario(k: number, drivers: number, pinned: boolean): Scenario {
-  const root = (scale: number) =>
-    new Float64Array(k * k).map((_, i) => {
-      const [r, c] = [Math.floor(i / k), i % k];
-      return c > r ? 0 : scale * (r === c ? 0.02 : 0.004 * Math.cos(i));
-    });
-  const mean = (shift: number) => new Float64Array(k).map((_, i) => shift * (1 + 0.1 * i));
-  return {
-    k,
-    regimes: [
-      { probability: 0.15, mean: mean(-0.01), root: root(2.5) },
-      { probability: 0.85, mean: mean(0.002), root: root(1) },
-    ],
-    beta: new Float64Array(drivers * k).map((_, i) => 0.3 + 0.9 * Math.abs(Math.sin(i))),
-    residualSd: new Float64Array(drivers).map((_, d) => 0.01 + 0.002 * (d % 7)),
-    exposure: new Float64Array(drivers).map((_, d) => (d % 9 === 0 ? -1 : 1) * (500 + 37 * d)),
-    pinned: pinned ? { driver: 3, logReturn: -0.08 } : null,
-  };
-}
-
-/**
- * A book with every instrument (§9–§11, §13): linear lines on each driver, foreign lines (the last
- * two drivers are FX drivers), cash in a foreign and in the base currency, calls and puts (one
- * foreign, one expiring inside the horizon), and residual means (drift, forecasts).
- */
-function bookScenario(k: number, drivers: number, pinned: boolean, options = true): Scenario {
-  const base = scenario(k, drivers, pinned);
-  const [fxA, fxB] = [drivers - 1, drivers - 2];
-  const primary: number[] = [];
-  const fx: number[] = [];
-  const exposure: number[] = [];
-  const option: number[] = [];
-  const add = (a: number, b: number, v: number, terms = [0, 0, 0, 0, 0, 0]) => {
-    primary.push(a);
-    fx.push(b);
-    exposure.push(v);
-    option.push(...terms);
-  };
-  for (let d = 0; d < drivers - 2; d++)
-    add(d, d % 3 === 0 ? fxA : -1, (d % 4 === 0 ? -1 : 1) * (300 + 11 * d));
-  add(-1, fxA, 5000);
-  add(-1, fxB, -2000);
-  add(-1, -1, 1000);
-  if (options) {
-    add(0, -1, 40, [1, 100, 105, 0.3, 0.25, 4.1]);
-    add(1, fxB, -25, [2, 50, 48, 0.5, 0.4, 5.2]);
-    add(2, -1, 60, [2, 80, 80, 0, 0.3, 3.5]);
-    add(3, fxA, 10, [1, 20, 30, 1.2, 0.5, 1.1]);
-  }
-  return {
-    ...base,
-    residualMean: new Float64Array(drivers).map((_, d) => (d % 5 === 0 ? 0.004 * Math.sin(d) : 0)),
-    lines: {
-      primary: Int32Array.from(primary),
-      fx: Int32Array.from(fx),
-      exposure: Float64Array.from(exposure),
-      option: options ? Float64Array.from(option) : null,
-    },
-  };
-}
+import { bookScenario, scenario } from './support/scenarios';
 
 const SETS = ['ev', 'cvarNeg', 'cvarPos', 'var'] as const;
 const CASES: [string, Scenario, SimulationOptions][] = [
@@ -197,41 +137,6 @@ describe('threads', () => {
   );
 });
 
-describe('gpujs (f32 kernels)', () => {
-  let gpu: SimulationBackend;
-  beforeAll(async () => {
-    gpu = await createBackend('gpujs', { threads: 1 });
-  });
-  afterAll(async () => {
-    await gpu.close();
-  });
-
-  test('reports the gpu.js mode it probed', () => {
-    expect(gpu.detail).toMatch(/^gpu\.js (webgpu|webasm|cpu),/);
-  });
-
-  test.each(CASES.map((c, i) => [c[0], i] as const))(
-    '%s: within f32 tolerance (portfolio 1e-5, components 1e-4 of the largest; 2e-3 with options)',
-    async (_, i) => {
-      const [name, s, o] = CASES[i]!;
-      // An option's split PnL·β·f/x divides a P&L that does not vanish at x = 0 (time decay) by a small
-      // x, so the f32 rounding of a Black–Scholes difference (~1e-6 of the price) is amplified there.
-      // 2e-3 of the largest mean is still far inside the Monte Carlo error of these path counts (~2%).
-      const tolerance = name.startsWith('book (') ? 2e-3 : 1e-4;
-      const expected = references[i]!;
-      const actual = await gpu.simulate(s, o);
-      expect(actual.tailCount).toBe(expected.tailCount);
-      for (const set of SETS) {
-        if (!expected[set]) continue;
-        const { portfolio } = expected[set];
-        expect(Math.abs(actual[set]!.portfolio - portfolio)).toBeLessThan(1e-5 * Math.abs(portfolio));
-        expect(worstRelative(actual[set]!.means, expected[set].means)).toBeLessThan(tolerance);
-      }
-      expectBitwise(await gpu.simulate(s, o), actual);
-    },
-  );
-});
-
 describe('backends plug into finish()', () => {
   const { source, date, securities } = fixtureMarket();
   const projection = ['IND:SPX', 'IND:F2'];
@@ -313,18 +218,14 @@ describe('every backend computes a book with every instrument through finish()',
   };
   let backends: SimulationBackend[];
   beforeAll(async () => {
-    backends = [
-      await createBackend('typed', { threads: 1 }),
-      await createBackend('threads', { threads: 2 }),
-      await createBackend('gpujs', { threads: 1 }),
-    ];
+    backends = [await createBackend('typed', { threads: 1 }), await createBackend('threads', { threads: 2 })];
   });
   afterAll(async () => {
     for (const backend of backends) await backend.close();
   });
   const close = (actual: number, expected: number, scale: number, tolerance: number) =>
     expect(Math.abs(actual - expected)).toBeLessThanOrEqual(tolerance * scale);
-  const TOLERANCE: Record<string, number> = { typed: 0, threads: 1e-12, gpujs: 1e-4 };
+  const TOLERANCE: Record<string, number> = { typed: 0, threads: 1e-12 };
 
   test('stress test shocking the FX pair (pinned) and risk attribution cvar', async () => {
     const stress = prepareStressTest(
