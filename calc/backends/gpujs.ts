@@ -329,10 +329,14 @@ export async function probeGpuMode(only?: GpuMode): Promise<{ gpu: GPU; mode: Gp
   throw new Error(`gpu.js has no working mode${only ? ` (${only} asked)` : ''}`);
 }
 
-/** Rows (paths) per chunk: what fits `chunkBytes` per lines-wide f32 array, whole segments, at most the paths. */
+/**
+ * Rows (paths) per chunk: what fits `chunkBytes` per lines-wide f32 array, in whole segments, and no
+ * more than the paths need rounded up to a power of two of segments (so a few kernel shapes serve
+ * every path count: each shape compiles once).
+ */
 export function chunkRows(paths: number, lines: number, chunkBytes: number): number {
   const fit = Math.floor(chunkBytes / (4 * Math.max(1, lines)) / SEGMENT) * SEGMENT;
-  const wanted = Math.ceil(paths / SEGMENT) * SEGMENT;
+  const wanted = 2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(paths / SEGMENT)))) * SEGMENT;
   return Math.max(SEGMENT, Math.min(fit, wanted, MAX_CHUNK_PATHS));
 }
 
@@ -403,7 +407,6 @@ export function gpujsBackendOn(
     const lines = lineTables.primary.length;
     const width = k + 1;
     const rows = chunkRows(paths, lines, chunkBytes);
-    const kernels = kernelsFor(k, drivers, lines, regimes.length, rows);
     note('chunk G and R (f32, device)', 2 * rows * lines);
     note('chunk factors (f32, device)', rows * k);
 
@@ -444,16 +447,17 @@ export function gpujsBackendOn(
       );
     }
     const table = quantileTable();
-    const ids = new Float32Array(2 * rows);
-    const weights = [0, 1, 2].map(() => new Float32Array(rows));
 
     /** One chunk: its paths' L and, per set, the weighted component sums added into `sums` (f64). */
     const runChunk = async (
+      kernels: Kernels,
       pathAt: (i: number) => number,
       count: number,
       sets: { weight: (i: number) => boolean; sums: Float64Array }[],
       withLoss: boolean,
     ): Promise<Float32Array | null> => {
+      const { rows } = kernels;
+      const ids = new Float32Array(2 * rows);
       for (let i = 0; i < rows; i++) {
         // Rows past the end repeat the last path, weighted 0.
         const p = pathAt(Math.min(i, count - 1));
@@ -468,9 +472,9 @@ export function gpujsBackendOn(
       const g = await Promise.resolve(kernels.g(...args));
       const r = await Promise.resolve(kernels.r(...args));
       const reduced: Promise<Float32Array[]>[] = [];
-      for (const [s, set] of sets.entries()) {
-        const w = weights[s]!;
-        for (let i = 0; i < rows; i++) w[i] = i < count && set.weight(i) ? 1 : 0;
+      for (const set of sets) {
+        const w = new Float32Array(rows);
+        for (let i = 0; i < count; i++) w[i] = set.weight(i) ? 1 : 0;
         const c = await Promise.resolve(kernels.comp(g, r, f, w));
         reduced.push(Promise.resolve(kernels.reduce(c)) as Promise<Float32Array[]>);
       }
@@ -487,9 +491,10 @@ export function gpujsBackendOn(
     note('portfolio P&L per path', paths);
     const loss = new Float64Array(paths);
     const ev = new Float64Array(lines * width);
+    const pass1 = kernelsFor(k, drivers, lines, regimes.length, rows);
     for (let first = 0; first < paths; first += rows) {
       const count = Math.min(rows, paths - first);
-      const l = (await runChunk((i) => first + i, count, [{ weight: () => true, sums: ev }], true))!;
+      const l = (await runChunk(pass1, (i) => first + i, count, [{ weight: () => true, sums: ev }], true))!;
       for (let i = 0; i < count; i++) loss[first + i] = l[i]!;
     }
     let evTotal = 0;
@@ -501,15 +506,17 @@ export function gpujsBackendOn(
     const pos = new Float64Array(lines * width);
     const band = new Float64Array(withBand ? lines * width : 0);
     const { ids: tailIds, masks } = sets;
-    for (let first = 0; first < tailIds.length; first += rows) {
-      const count = Math.min(rows, tailIds.length - first);
+    // Pass 2 launches only as many rows as the tail paths need.
+    const pass2 = kernelsFor(k, drivers, lines, regimes.length, chunkRows(tailIds.length, lines, chunkBytes));
+    for (let first = 0; first < tailIds.length; first += pass2.rows) {
+      const count = Math.min(pass2.rows, tailIds.length - first);
       const has = (bit: number) => (i: number) => (masks[first + i]! & bit) !== 0;
       const targets = [
         { weight: has(1), sums: neg },
         { weight: has(2), sums: pos },
         ...(withBand ? [{ weight: has(4), sums: band }] : []),
       ];
-      await runChunk((i) => tailIds[first + i]!, count, targets, false);
+      await runChunk(pass2, (i) => tailIds[first + i]!, count, targets, false);
     }
     return twoPassResult(paths, loss, evTotal, sets, { ev, neg, pos, band });
   };

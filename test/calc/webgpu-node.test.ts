@@ -59,6 +59,13 @@ test('without a Vulkan loader on Linux, Dawn is not loaded and the reason names 
 
 test('an adapter’s info is read (vendor, architecture, device), and no adapter or a failure is a reason', async () => {
   expect(await webgpuAdapter(fakeGpu({ info: H100 }))).toEqual({ ok: true, adapter: H100 });
+  // The storage a chunk may bind: the smaller of the adapter's two limits.
+  const limits = { maxStorageBufferBindingSize: 2 ** 32 - 4, maxBufferSize: 2 ** 31 };
+  expect(await webgpuAdapter(fakeGpu({ info: H100, limits }))).toEqual({
+    ok: true,
+    adapter: H100,
+    maxStorageBytes: 2 ** 31,
+  });
   expect(await webgpuAdapter(fakeGpu({ info: { vendor: 'amd' } }))).toEqual({
     ok: true,
     adapter: { vendor: 'amd', architecture: '', device: '', description: '' },
