@@ -136,6 +136,11 @@ export default tseslint.config(
     },
   },
   {
+    // The web console's browser code (bundled by esbuild, api/console/assets.ts).
+    files: ['api/console/ui/**'],
+    languageOptions: { globals: { ...globals.browser } },
+  },
+  {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -35,6 +35,7 @@ import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import workflowRoutes from './routes/workflows';
 import workspaceRoutes from './routes/workspaces';
+import consoleRoutes from './console/console-routes';
 
 export const API_VERSION = '2.0.0';
 
@@ -50,7 +51,12 @@ const KIND_EXTRA_ROUTES: Partial<
 
 export interface AppDependencies {
   config: Pick<Config, 'rateLimitPerMinute' | 'maxPayloadBytes' | 'logLevel' | 'trustProxy' | 'publicUrl'> &
-    Partial<Pick<Config, 'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads'>>;
+    Partial<
+      Pick<
+        Config,
+        'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads' | 'temporalUiUrl'
+      >
+    >;
   db: Database;
   workflows: WorkflowRunner;
   /** The calculations' simulation backend; the plain reference model when not given (tests). */
@@ -182,6 +188,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   };
   await app.register(fileContentRoutes, pageOptions);
   await app.register(reportPageRoutes, pageOptions);
+  await app.register(consoleRoutes, { db: deps.db, temporalUiUrl: deps.config.temporalUiUrl ?? null });
   await app.register(sdkFunctionRoutes, {
     db: deps.db,
     workflows: deps.workflows,

@@ -11,7 +11,12 @@ import { type CredentialCache, startCredentialCache } from '../../engine/identit
 import type { AuditOperation } from '../../engine/store/audit-trail';
 import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
-import { Unauthorized } from '../../engine/platform/errors';
+import { Forbidden, Unauthorized } from '../../engine/platform/errors';
+import {
+  type ConsoleSession,
+  resolveConsoleSession,
+  sameCsrfToken,
+} from '../../engine/identity/console-sessions';
 import { consumeRateLimit } from '../../engine/platform/rate-limiter';
 import { TooManyRequests } from '../../engine/platform/errors';
 import { DOCS_PREFIX } from './openapi';
@@ -40,10 +45,28 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
     actor: Actor;
+    /** Set when the request was authenticated by a web console session cookie (no Authorization header). */
+    consoleSession: ConsoleSession | null;
   }
 }
 
 const UNAUTHORIZED = 'Unauthorized: missing or invalid credentials.';
+
+/** The web console's session cookie (api/console). */
+export const CONSOLE_COOKIE = 'pas_console';
+/** The header a console page sends its session's CSRF token in, on every change. */
+export const CSRF_HEADER = 'x-csrf-token';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The value of one cookie of a request, or undefined. */
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
 
 function parseAuthorization(
   header: string,
@@ -95,7 +118,9 @@ async function resolvePrincipal(
   return null;
 }
 
-function auditSource(userAgent: string | undefined): 'API' | 'SDK' {
+function auditSource(request: FastifyRequest): 'API' | 'SDK' | 'PLATFORM' {
+  if (request.consoleSession) return 'PLATFORM';
+  const userAgent = request.headers['user-agent'];
   return userAgent && /everysk/i.test(userAgent) ? 'SDK' : 'API';
 }
 
@@ -112,12 +137,13 @@ export default fp(
     const cache = startCredentialCache(db, (message, error) => app.log.warn({ err: error }, message));
     app.addHook('onClose', () => cache.close());
     app.decorateRequest('principal', null);
+    app.decorateRequest('consoleSession', null);
     app.decorateRequest('actor', {
       getter(this: FastifyRequest): Actor {
         if (!this.principal) throw new Unauthorized(UNAUTHORIZED);
         return {
           principal: this.principal,
-          source: auditSource(this.headers['user-agent']),
+          source: auditSource(this),
           ip: this.ip,
           userAgent: this.headers['user-agent'] ?? null,
         };
@@ -130,7 +156,20 @@ export default fp(
         request.is404 || request.url.startsWith(DOCS_PREFIX)
           ? 'optional'
           : (request.routeOptions.config.auth ?? 'credentials');
-      const principal = mode === 'none' ? null : await resolvePrincipal(db, cache, request, mode);
+      let principal = mode === 'none' ? null : await resolvePrincipal(db, cache, request, mode);
+      // Without an Authorization header, a web console session's cookie authenticates (same origin,
+      // SameSite=Strict); a change must also carry the session's CSRF token.
+      const cookie =
+        mode === 'none' || request.headers.authorization !== undefined
+          ? undefined
+          : cookieValue(request.headers.cookie, CONSOLE_COOKIE);
+      if (!principal && cookie !== undefined) {
+        const session = await resolveConsoleSession(db, cookie);
+        if (session) {
+          request.consoleSession = session;
+          principal = session.principal;
+        }
+      }
       request.principal = principal;
       if (!principal && request.routeOptions.config.anonymousRateLimit === false) return;
       const bucket = principal ? `cred:${principal.credentialId}` : `ip:${request.ip}`;
@@ -143,6 +182,15 @@ export default fp(
         throw new TooManyRequests();
       }
       if (!principal && (mode === 'credentials' || mode === 'webhook')) throw new Unauthorized(UNAUTHORIZED);
+      const session = request.consoleSession;
+      if (session && !SAFE_METHODS.has(request.method)) {
+        const header = request.headers[CSRF_HEADER];
+        if (!sameCsrfToken(session, typeof header === 'string' ? header : undefined)) {
+          throw new Forbidden(
+            `Forbidden: a change from the web console must carry its session's CSRF token in ${CSRF_HEADER}.`,
+          );
+        }
+      }
     });
   },
   { name: 'authentication' },

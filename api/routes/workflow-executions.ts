@@ -5,6 +5,7 @@ import type { Database } from '../../engine/platform/database';
 import { InvalidInput } from '../../engine/platform/errors';
 import {
   groupedWorkerExecutions,
+  listRuns,
   listWorkflowExecutions,
   workerExecutionOf,
   workflowExecutionOf,
@@ -19,7 +20,7 @@ import { startRunEndWaiter } from '../../engine/workflows/run-end-waiter';
 import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import { runWorkflow } from '../../engine/workflows/run-workflow';
 import { EntityId, PeriodBound, WorkspaceParam } from '../../engine/store/field-schemas';
-import { errorResponses } from '../schemas/common';
+import { errorResponses, PageSize } from '../schemas/common';
 import { LooseBoolean, looseBoolean, Nullable } from '../schemas/entity-lists';
 import { IdParam, WorkspaceQuery } from '../schemas/workflow';
 
@@ -44,7 +45,8 @@ const config = { auditEntity: 'Workflow' } as const;
  * or Basic) is a program's, so its runs are `API`. The execution also keeps the credential type.
  */
 export function triggerOf(actor: Actor): 'MANUAL' | 'API' {
-  return actor.principal.credentialType === 'OAUTH2' ? 'MANUAL' : 'API';
+  // A run started in the web console is a person's, whatever credential opened the session.
+  return actor.source === 'PLATFORM' || actor.principal.credentialType === 'OAUTH2' ? 'MANUAL' : 'API';
 }
 
 /**
@@ -59,6 +61,60 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
   const runEnds = startRunEndWaiter(db, (message, error) => app.log.warn({ err: error }, message));
   // Stopping: waiting requests answer the run as it is at once, so they do not hold the shutdown.
   app.addHook('preClose', () => runEnds.close());
+
+  app.get(
+    '/workflow_executions',
+    {
+      config,
+      schema: {
+        tags,
+        summary:
+          'Extension: the runs of a workspace, of every workflow, narrowed by workflow, status, trigger and period',
+        description:
+          "Most recent first, paged like every list. `start`, `end` and `date_time` bound the run's " +
+          '`created` time (UTC, inclusive), in the formats of the other lists. The web console pages ' +
+          'through this.',
+        querystring: Type.Object({
+          workflow_id: Type.Optional(EntityId('workflow', 'Only the runs of this workflow.')),
+          run_status: Type.Optional(
+            Type.Union(['RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELED'].map((v) => Type.Literal(v))),
+          ),
+          trigger: Type.Optional(
+            Type.Union(['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED'].map((v) => Type.Literal(v))),
+          ),
+          start: Type.Optional(PeriodBound),
+          end: Type.Optional(PeriodBound),
+          date_time: Type.Optional(PeriodBound),
+          with_resume: Type.Optional(LooseBoolean),
+          page_size: Type.Optional(PageSize),
+          page_token: Type.Optional(Type.String()),
+          workspace: workspaceField,
+        }),
+        response: {
+          200: Type.Object({
+            workflow_executions: Type.Array(Type.Ref('WorkflowExecution')),
+            next_page_token: Nullable(Type.String()),
+          }),
+          ...errorResponses(400),
+        },
+      },
+    },
+    async (request) => {
+      const { query } = request;
+      return listRuns(db, request.principal!.accountId, {
+        workspace: query.workspace,
+        workflowId: query.workflow_id,
+        runStatus: query.run_status,
+        trigger: query.trigger,
+        start: query.start,
+        end: query.end,
+        dateTime: query.date_time,
+        withResume: looseBoolean(query.with_resume, false),
+        pageSize: query.page_size === undefined ? undefined : String(query.page_size),
+        pageToken: query.page_token,
+      });
+    },
+  );
 
   // Real clients read a worker execution without the workflow id (a static path: it wins over /workflows/:id).
   app.get(

@@ -283,6 +283,33 @@ export async function resolveApiKey(
   return { principal: toPrincipal(row, sid, 'API_KEY'), expiresAt: null };
 }
 
+/**
+ * Who holds a credential already proven (a console session's): the API key's or OAuth client's user,
+ * or null once the credential is revoked or the user disabled. No secret is checked here.
+ */
+export async function credentialHolder(
+  db: Database,
+  credentialType: CredentialType,
+  credentialId: string,
+): Promise<Principal | null> {
+  const row =
+    credentialType === 'API_KEY'
+      ? await db('api_keys as k')
+          .join('users as u', 'u.id', 'k.user_id')
+          .select(...PRINCIPAL_COLUMNS)
+          .where('k.sid', credentialId)
+          .whereNull('k.revoked_at')
+          .first()
+      : await db('oauth_clients as c')
+          .join('users as u', 'u.id', 'c.user_id')
+          .select(...PRINCIPAL_COLUMNS)
+          .where('c.client_id', credentialId)
+          .whereNull('c.revoked_at')
+          .first();
+  if (!row || row.disabled_at) return null;
+  return toPrincipal(row, credentialId, credentialType);
+}
+
 /** The webhook's `key` query parameter: an auth token without its SID. */
 export async function authenticateAuthToken(db: Database, token: string): Promise<Principal | null> {
   return (await resolveAuthToken(db, token))?.principal ?? null;

@@ -15,6 +15,7 @@ import * as rateLimitUnlogged from '../../migrations/20261124040000_rate_limit_u
 import * as runEndNotify from '../../migrations/20261125000000_run_end_notify';
 import * as userCache from '../../migrations/20261126010000_user_cache';
 import * as marketGeneration from '../../migrations/20261126030000_market_generation';
+import * as consoleSessions from '../../migrations/20261128000000_console_sessions';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -37,6 +38,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261125000000_run_end_notify', runEndNotify],
   ['20261126010000_user_cache', userCache],
   ['20261126030000_market_generation', marketGeneration],
+  ['20261128000000_console_sessions', consoleSessions],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

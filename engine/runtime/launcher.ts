@@ -182,6 +182,8 @@ async function main(): Promise<void> {
       ...process.env,
       DATABASE_URL: services.databaseUrl,
       TEMPORAL_ADDRESS: services.temporalAddress,
+      // The console links each run to the Temporal UI the launcher started (or was told of).
+      ...(services.temporalUiUrl ? { TEMPORAL_UI_URL: services.temporalUiUrl } : {}),
     };
     const needs = ['postgres', 'temporal'];
     await supervisor.start({
@@ -203,6 +205,7 @@ async function main(): Promise<void> {
     say('Portfolio Analytics Service is running.');
     say(`  API base URL:     ${baseUrl}`);
     say(`  API docs:         ${baseUrl}/docs`);
+    say(`  Web console:      http://${displayHost}:${config.port}/console`);
     say(`  Temporal UI:      ${services.temporalUiUrl ?? '(set TEMPORAL_UI_URL to show it here)'}`);
     if (firstKey) {
       say('');

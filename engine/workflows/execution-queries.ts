@@ -11,6 +11,7 @@ import {
   workflowExecutionView,
 } from './execution-records';
 import { findWorkflow } from './workflow-store';
+import { parsePeriod } from '../store/period';
 
 /**
  * The reads behind the executions API. They look executions up by workflow id, account and
@@ -63,16 +64,59 @@ export async function listWorkflowExecutions(
   },
 ) {
   await findWorkflow(db, accountId, workflowId, request.workspace);
+  return listRuns(db, accountId, { ...request, workflowId });
+}
+
+const RUN_STATUSES = ['RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELED'];
+const TRIGGERS = ['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED'];
+
+/**
+ * The runs of a workspace, most recent first (keyset paging on (created, id)), narrowed by any of:
+ * workflow, `run_status`, trigger, a period on `created` (`start`, `end`, `date_time` as for every
+ * list) and a worker the run involved. The account-wide list the web console pages through.
+ */
+export async function listRuns(
+  db: Database,
+  accountId: string,
+  request: {
+    workspace?: unknown;
+    workflowId?: string;
+    runStatus?: string;
+    trigger?: string;
+    start?: string;
+    end?: string;
+    dateTime?: string;
+    workerId?: string;
+    withResume: boolean;
+    pageSize?: string;
+    pageToken?: string;
+  },
+) {
   const size = pageSize(request.pageSize);
   const cursor = decodeKeysetToken(request.pageToken, ORDER, 2);
+  const period = parsePeriod({ start: request.start, end: request.end, dateTime: request.dateTime });
   const q = db('workflow_executions as e')
-    .where({ 'e.account_id': accountId, 'e.workflow_id': workflowId })
+    .where({ 'e.account_id': accountId })
     .where('e.workspace', checkWorkspaceName(request.workspace))
     .select(
       'e.*',
       db.raw('((extract(epoch from e.created_at) * 1000000)::bigint)::text as __c0'),
       db.raw('to_jsonb(e.id)::text as __c1'),
     );
+  if (request.workflowId) q.where('e.workflow_id', request.workflowId);
+  if (request.runStatus) {
+    if (!RUN_STATUSES.includes(request.runStatus)) {
+      throw new InvalidInput(`run_status must be one of ${RUN_STATUSES.join(', ')}.`);
+    }
+    q.where('e.run_status', request.runStatus);
+  }
+  if (request.trigger) {
+    if (!TRIGGERS.includes(request.trigger))
+      throw new InvalidInput(`trigger must be one of ${TRIGGERS.join(', ')}.`);
+    q.where('e.trigger', request.trigger);
+  }
+  if (period?.start) q.where('e.created_at', '>=', period.start.instant);
+  if (period?.end) q.where('e.created_at', '<=', period.end.instant);
   if (request.workerId) {
     q.whereExists(
       db('worker_executions as w')

@@ -34,6 +34,7 @@ describe('migrations', () => {
         '20261125000000_run_end_notify',
         '20261126010000_user_cache',
         '20261126030000_market_generation',
+        '20261128000000_console_sessions',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -53,6 +54,7 @@ describe('migrations', () => {
         { name: '20261125000000_run_end_notify' },
         { name: '20261126010000_user_cache' },
         { name: '20261126030000_market_generation' },
+        { name: '20261128000000_console_sessions' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

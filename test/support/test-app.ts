@@ -57,9 +57,10 @@ export async function createTestApp(
     config: {
       rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000,
       maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
-      logLevel: 'silent',
+      logLevel: (process.env.TEST_LOG_LEVEL as 'error' | undefined) ?? 'silent',
       trustProxy: false,
       publicUrl: 'http://pas.test',
+      temporalUiUrl: 'http://temporal-ui.test',
       loadShedEventLoopDelayMs: 0,
       ...options.loadShedding,
     },

@@ -1,0 +1,80 @@
+/**
+ * The console's browser code (api/console/ui), bundled by esbuild when the first page is asked for
+ * and kept in memory: nothing is built at install time and nothing built is committed, so the page
+ * can never be older than its source. Names carry a content hash, so a browser may cache them for good.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+
+export interface ConsoleAsset {
+  readonly body: Buffer;
+  readonly type: string;
+}
+
+export interface ConsoleBundle {
+  /** The page every console address answers with. */
+  readonly html: string;
+  /** By file name (`console.<hash>.js`, `console.<hash>.css`). */
+  readonly assets: ReadonlyMap<string, ConsoleAsset>;
+}
+
+const UI = path.join(__dirname, 'ui');
+
+let building: Promise<ConsoleBundle> | null = null;
+
+/** The bundle, built once per process (a failed build is retried by the next request). */
+export function consoleBundle(): Promise<ConsoleBundle> {
+  building ??= buildBundle().catch((error: unknown) => {
+    building = null;
+    throw error;
+  });
+  return building;
+}
+
+async function buildBundle(): Promise<ConsoleBundle> {
+  const { build } = await import('esbuild');
+  const result = await build({
+    entryPoints: [path.join(UI, 'main.ts')],
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    target: ['chrome115', 'firefox115', 'safari16'],
+    write: false,
+    outdir: 'out',
+    entryNames: 'console',
+    legalComments: 'none',
+    logLevel: 'silent',
+    loader: { '.css': 'css' },
+  });
+  const assets = new Map<string, ConsoleAsset>();
+  let script = '';
+  let style = '';
+  for (const file of result.outputFiles) {
+    const ext = path.extname(file.path);
+    const hash = createHash('sha256').update(file.contents).digest('hex').slice(0, 16);
+    const name = `console.${hash}${ext}`;
+    assets.set(name, {
+      body: Buffer.from(file.contents),
+      type: ext === '.js' ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8',
+    });
+    if (ext === '.js') script = name;
+    if (ext === '.css') style = name;
+  }
+  const html = [
+    '<!doctype html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    '<title>Console · Portfolio Analytics</title>',
+    style ? `<link rel="stylesheet" href="/console/assets/${style}">` : '',
+    `<script type="module" src="/console/assets/${script}"></script>`,
+    '</head>',
+    '<body>',
+    '<noscript>The console needs JavaScript.</noscript>',
+    '<div id="app"></div>',
+    '</body>',
+    '</html>',
+  ].join('\n');
+  return { html, assets };
+}

@@ -1,0 +1,898 @@
+/**
+ * The web console: a small single-page app over the /v2 API (hash routes, no framework). Every
+ * element comes from dom.ts's `h`, which puts text on the page as text.
+ */
+import './styles.css';
+import { ApiError, call, query, type Session, useSession } from './api';
+import { type Child, h, millis, pretty, replace, seconds, type Stamp, when } from './dom';
+import { workflowGraph, type WorkflowWorker } from './graph';
+
+interface Workflow {
+  id: string;
+  name: string;
+  description: string | null;
+  trigger_type: string;
+  trigger_config: Record<string, unknown>;
+  trigger_enabled: boolean;
+  workers?: WorkflowWorker[];
+  workspace: string;
+  updated: string;
+  version: string;
+}
+interface Run {
+  id: string;
+  run_status: string;
+  workflow_id: string;
+  workflow_name: string;
+  trigger: string;
+  created: Stamp;
+  started: Stamp | null;
+  duration: number | null;
+  ender_worker_execution_id: string | null;
+  resume?: { failure?: { worker_id: string; parallel_index: number } | null } | null;
+}
+interface StepSummary {
+  worker_id: string;
+  worker_name: string;
+  is_parallel_execution: boolean;
+  execution: {
+    id: string;
+    worker_type: string;
+    status: string;
+    created: Stamp;
+    started: Stamp | null;
+    ended: Stamp | null;
+    duration: number | null;
+    parallel_index: number;
+  };
+}
+interface Step {
+  id: string;
+  status: string;
+  worker_id: string;
+  worker_name: string;
+  worker_type: string;
+  parallel_index: number;
+  started: string | null;
+  ended: string | null;
+  duration: number | null;
+  result?: unknown;
+  input_params: Record<string, unknown> | null;
+  error_message: string | null;
+  logs?: Array<{ level: string; message: string; at: number }>;
+  reused_from: string | null;
+}
+interface Template {
+  id: string;
+  name: string;
+  description: string | null;
+  category: string;
+  type: string;
+  script_runtime: string;
+  script_entry_point: string;
+  container_status: string;
+  visible: boolean;
+  updated: string;
+  version: string;
+  script?: string;
+  form_inputs?: unknown[];
+  requirements?: string[];
+}
+
+const app = document.getElementById('app')!;
+let session: Session | null = null;
+let workspace = localStorage.getItem('pas.console.workspace') || 'main';
+/** What the current view does when a run changes (live updates); replaced on every navigation. */
+let onRunChange: ((executionId: string | null) => void) | null = null;
+let events: EventSource | null = null;
+
+// ---- Small parts -------------------------------------------------------------------------------
+
+function badge(status: string): HTMLElement {
+  return h('span', { class: `badge badge-${status.toLowerCase()}` }, status);
+}
+
+function errorBox(error: unknown): HTMLElement {
+  const message = error instanceof ApiError ? `${error.status}: ${error.message}` : String(error);
+  return h('p', { class: 'error', role: 'alert' }, message);
+}
+
+function link(href: string, ...children: Child[]): HTMLAnchorElement {
+  return h('a', { href }, ...children);
+}
+
+function field(label: string, input: HTMLElement, hint?: HTMLElement | null): HTMLElement {
+  const id = input.id || `f-${Math.random().toString(36).slice(2)}`;
+  input.id = id;
+  return h('div', { class: 'field' }, h('label', { for: id }, label), input, hint ?? null);
+}
+
+function section(title: string, ...children: Child[]): HTMLElement {
+  return h('section', { class: 'card' }, h('h2', null, title), ...children);
+}
+
+function go(hash: string): void {
+  if (location.hash === hash) void route();
+  else location.hash = hash;
+}
+
+/** YYYY-MM-DD (a date input) to the API's YYYYMMDD. */
+const apiDay = (value: string) => value.replace(/-/g, '');
+
+// ---- Sign-in and the frame ----------------------------------------------------------------------
+
+function signInPage(message?: string): void {
+  const mode = { current: 'key' as 'key' | 'client' };
+  const first = h('input', { name: 'first', autocomplete: 'username', required: true, spellcheck: 'false' });
+  const second = h('input', {
+    name: 'second',
+    type: 'password',
+    autocomplete: 'current-password',
+    required: true,
+  });
+  const firstLabel = h('label', { for: 'signin-first' }, 'Account SID');
+  const secondLabel = h('label', { for: 'signin-second' }, 'Auth token');
+  first.id = 'signin-first';
+  second.id = 'signin-second';
+  const status = h('div', { 'aria-live': 'polite' }, message ? h('p', { class: 'note' }, message) : null);
+  const tab = (which: 'key' | 'client', text: string) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: which === 'key' ? 'tab active' : 'tab',
+        'aria-pressed': which === 'key' ? 'true' : 'false',
+        on: {
+          click: (event) => {
+            mode.current = which;
+            for (const button of form.querySelectorAll('.tab')) {
+              button.classList.toggle('active', button === event.currentTarget);
+              button.setAttribute('aria-pressed', button === event.currentTarget ? 'true' : 'false');
+            }
+            firstLabel.textContent = which === 'key' ? 'Account SID' : 'Client id';
+            secondLabel.textContent = which === 'key' ? 'Auth token' : 'Client secret';
+          },
+        },
+      },
+      text,
+    );
+  const form: HTMLFormElement = h(
+    'form',
+    {
+      class: 'signin card',
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          const body =
+            mode.current === 'key'
+              ? { sid: first.value.trim(), token: second.value }
+              : { client_id: first.value.trim(), client_secret: second.value };
+          call<Session>('POST', '/console/session', body).then(
+            (opened) => {
+              startSession(opened);
+              go('#/workflows');
+            },
+            (error: unknown) => replace(status, errorBox(error)),
+          );
+        },
+      },
+    },
+    h('h1', null, 'Sign in'),
+    h(
+      'div',
+      { class: 'tabs', role: 'group', 'aria-label': 'Credential' },
+      tab('key', 'API key'),
+      tab('client', 'OAuth client'),
+    ),
+    h('div', { class: 'field' }, firstLabel, first),
+    h('div', { class: 'field' }, secondLabel, second),
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
+    status,
+  );
+  replace(app, h('main', { class: 'center' }, h('p', { class: 'brand' }, 'Portfolio Analytics'), form));
+  first.focus();
+}
+
+function startSession(opened: Session): void {
+  session = opened;
+  useSession(opened, () => {
+    session = null;
+    events?.close();
+    events = null;
+    signInPage('Your session has ended. Sign in again.');
+  });
+  events?.close();
+  events = new EventSource('/console/events');
+  events.addEventListener('run', (event) => {
+    const data = JSON.parse((event as MessageEvent<string>).data) as { id: string };
+    onRunChange?.(data.id);
+  });
+  events.addEventListener('resync', () => onRunChange?.(null));
+}
+
+async function signOut(): Promise<void> {
+  try {
+    await call('DELETE', '/console/session');
+  } finally {
+    session = null;
+    events?.close();
+    events = null;
+    useSession(null);
+    history.replaceState(null, '', '/console');
+    signInPage('Signed out.');
+  }
+}
+
+async function frame(active: string, content: HTMLElement): Promise<void> {
+  const switcher = h('select', {
+    id: 'workspace',
+    on: {
+      change: (event) => {
+        workspace = (event.target as HTMLSelectElement).value;
+        localStorage.setItem('pas.console.workspace', workspace);
+        go('#/workflows');
+      },
+    },
+  });
+  const nav = (hash: string, text: string) =>
+    h(
+      'a',
+      { href: hash, class: active === text ? 'active' : '', 'aria-current': active === text ? 'page' : null },
+      text,
+    );
+  replace(
+    app,
+    h(
+      'header',
+      { class: 'top' },
+      h('span', { class: 'brand' }, 'Portfolio Analytics'),
+      h(
+        'nav',
+        { 'aria-label': 'Sections' },
+        nav('#/workflows', 'Workflows'),
+        nav('#/runs', 'Runs'),
+        nav('#/templates', 'Templates'),
+      ),
+      h('div', { class: 'who' }, h('label', { for: 'workspace' }, 'Workspace'), switcher),
+      h('span', { class: 'user' }, session?.user.email ?? ''),
+      h('button', { type: 'button', id: 'sign-out', on: { click: () => void signOut() } }, 'Sign out'),
+    ),
+    h('main', { class: 'page' }, content),
+  );
+  try {
+    const { workspaces } = await call<{ workspaces: Array<{ name: string }> }>(
+      'GET',
+      `/v2/workspaces${query({ page_size: 100 })}`,
+    );
+    const names = workspaces.map((w) => w.name);
+    if (!names.includes(workspace)) names.unshift(workspace);
+    replace(
+      switcher,
+      ...names.map((name) => h('option', { value: name, selected: name === workspace }, name)),
+    );
+  } catch {
+    replace(switcher, h('option', { value: workspace }, workspace));
+  }
+}
+
+// ---- Workflows --------------------------------------------------------------------------------
+
+async function workflowsPage(): Promise<void> {
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame('Workflows', h('div', null, h('h1', null, 'Workflows'), body));
+  try {
+    const { workflows } = await call<{ workflows: Workflow[] }>(
+      'GET',
+      `/v2/workflows${query({ workspace, page_size: 100 })}`,
+    );
+    if (workflows.length === 0) {
+      replace(body, h('p', { class: 'note' }, `No workflows in workspace ${workspace} yet.`));
+      return;
+    }
+    replace(
+      body,
+      h(
+        'table',
+        { class: 'list' },
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            h('th', null, 'Name'),
+            h('th', null, 'Trigger'),
+            h('th', null, 'Enabled'),
+            h('th', null, 'Updated'),
+          ),
+        ),
+        h(
+          'tbody',
+          null,
+          workflows.map((w) =>
+            h(
+              'tr',
+              null,
+              h('td', null, link(`#/workflows/${encodeURIComponent(w.id)}`, w.name)),
+              h('td', null, w.trigger_type),
+              h('td', null, w.trigger_enabled ? 'yes' : 'no'),
+              h('td', null, when(w.updated)),
+            ),
+          ),
+        ),
+      ),
+    );
+  } catch (error) {
+    replace(body, errorBox(error));
+  }
+}
+
+function triggerView(workflow: Workflow): HTMLElement {
+  const config = workflow.trigger_config ?? {};
+  const rows: Child[] = [h('dt', null, 'Type'), h('dd', null, workflow.trigger_type)];
+  if (workflow.trigger_type === 'TIME_BASED') {
+    const cron = config.cron ?? config.cron_expression ?? config.schedule;
+    rows.push(
+      h('dt', null, 'Schedule'),
+      h('dd', null, h('code', null, typeof cron === 'string' ? cron : pretty(config))),
+    );
+  } else if (Object.keys(config).length > 0) {
+    rows.push(h('dt', null, 'Configuration'), h('dd', null, h('pre', null, pretty(config))));
+  }
+  rows.push(h('dt', null, 'Enabled'), h('dd', null, workflow.trigger_enabled ? 'yes' : 'no'));
+  return h('dl', { class: 'facts' }, rows);
+}
+
+async function workflowPage(id: string): Promise<void> {
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame('Workflows', body);
+  let workflow: Workflow;
+  try {
+    workflow = (
+      await call<{ workflow: Workflow }>(
+        'GET',
+        `/v2/workflows/${encodeURIComponent(id)}${query({ workspace })}`,
+      )
+    ).workflow;
+  } catch (error) {
+    replace(body, errorBox(error));
+    return;
+  }
+  const toggleStatus = h('span', { 'aria-live': 'polite' });
+  const toggle = h(
+    'button',
+    {
+      type: 'button',
+      id: 'toggle-trigger',
+      on: {
+        click: () => {
+          call('PUT', `/v2/workflows/${encodeURIComponent(id)}`, {
+            trigger_enabled: !workflow.trigger_enabled,
+            workspace,
+          }).then(
+            () => void workflowPage(id),
+            (error: unknown) => replace(toggleStatus, errorBox(error)),
+          );
+        },
+      },
+    },
+    workflow.trigger_enabled ? 'Disable trigger' : 'Enable trigger',
+  );
+  const input = h('textarea', { id: 'run-input', rows: 6, spellcheck: 'false', class: 'code' }, '{}');
+  const inputHint = h('div', { 'aria-live': 'polite' });
+  const runForm = h(
+    'form',
+    {
+      id: 'run-form',
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          let parameters: unknown;
+          try {
+            parameters = JSON.parse(input.value);
+          } catch (error) {
+            replace(inputHint, h('p', { class: 'error' }, `Not JSON: ${(error as Error).message}`));
+            input.setAttribute('aria-invalid', 'true');
+            return;
+          }
+          if (parameters === null || typeof parameters !== 'object' || Array.isArray(parameters)) {
+            replace(
+              inputHint,
+              h(
+                'p',
+                { class: 'error' },
+                'The input must be a JSON object, such as {} or {"date": "20240102"}.',
+              ),
+            );
+            input.setAttribute('aria-invalid', 'true');
+            return;
+          }
+          input.removeAttribute('aria-invalid');
+          replace(inputHint);
+          call<{ workflow_execution: Run }>('POST', `/v2/workflows/${encodeURIComponent(id)}/run`, {
+            parameters,
+            workspace,
+          }).then(
+            ({ workflow_execution: run }) =>
+              go(`#/runs/${encodeURIComponent(id)}/${encodeURIComponent(run.id)}`),
+            (error: unknown) => replace(inputHint, errorBox(error)),
+          );
+        },
+      },
+    },
+    field('Input (a JSON object: the run parameters)', input, inputHint),
+    h('button', { type: 'submit', class: 'primary' }, 'Run'),
+  );
+  replace(
+    body,
+    h('h1', null, workflow.name),
+    workflow.description ? h('p', { class: 'note' }, workflow.description) : null,
+    h(
+      'p',
+      { class: 'ids' },
+      h('code', null, workflow.id),
+      ' · version ',
+      workflow.version,
+      ' · ',
+      link(`#/runs?workflow_id=${encodeURIComponent(id)}`, 'Runs of this workflow'),
+    ),
+    section('Steps', workflowGraph(workflow.workers ?? [])),
+    section('Trigger', triggerView(workflow), h('p', null, toggle, toggleStatus)),
+    section('Run it', runForm),
+  );
+}
+
+// ---- Runs --------------------------------------------------------------------------------------
+
+async function runsPage(params: URLSearchParams): Promise<void> {
+  const filters = {
+    workflow_id: params.get('workflow_id') ?? '',
+    run_status: params.get('run_status') ?? '',
+    trigger: params.get('trigger') ?? '',
+    start: params.get('start') ?? '',
+    end: params.get('end') ?? '',
+  };
+  const tokens = (params.get('pages') ?? '').split(',').filter(Boolean);
+  const table = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  const select = (name: keyof typeof filters, label: string, options: string[]) =>
+    field(
+      label,
+      h(
+        'select',
+        { name },
+        h('option', { value: '' }, 'any'),
+        options.map((o) => h('option', { value: o, selected: filters[name] === o }, o)),
+      ),
+    );
+  const workflowSelect = h('select', { name: 'workflow_id' }, h('option', { value: '' }, 'any'));
+  const form = h(
+    'form',
+    {
+      class: 'filters',
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          const data = new FormData(event.target as HTMLFormElement);
+          const next = new URLSearchParams();
+          for (const [key, value] of data) if (value) next.set(key, String(value));
+          go(`#/runs?${next.toString()}`);
+        },
+      },
+    },
+    field('Workflow', workflowSelect),
+    select('run_status', 'Status', ['RUNNING', 'SUCCEEDED', 'FAILED']),
+    select('trigger', 'Trigger', ['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED']),
+    field('From', h('input', { type: 'date', name: 'start', value: filters.start })),
+    field('To', h('input', { type: 'date', name: 'end', value: filters.end })),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  await frame(
+    'Runs',
+    h(
+      'div',
+      null,
+      h('h1', null, 'Runs'),
+      form,
+      table,
+      h('p', { class: 'note' }, 'Updates live (server-sent events).'),
+    ),
+  );
+  call<{ workflows: Workflow[] }>('GET', `/v2/workflows${query({ workspace, page_size: 100 })}`).then(
+    ({ workflows }) =>
+      workflowSelect.append(
+        ...workflows.map((w) => h('option', { value: w.id, selected: w.id === filters.workflow_id }, w.name)),
+      ),
+    () => undefined,
+  );
+  const load = async () => {
+    try {
+      const page = await call<{ workflow_executions: Run[]; next_page_token: string | null }>(
+        'GET',
+        `/v2/workflow_executions${query({
+          workspace,
+          workflow_id: filters.workflow_id,
+          run_status: filters.run_status,
+          trigger: filters.trigger,
+          start: filters.start && apiDay(filters.start),
+          end: filters.end && apiDay(filters.end),
+          page_size: 20,
+          page_token: tokens[tokens.length - 1],
+        })}`,
+      );
+      const pageLink = (pages: string[]) => {
+        const next = new URLSearchParams(params);
+        if (pages.length) next.set('pages', pages.join(','));
+        else next.delete('pages');
+        return `#/runs?${next.toString()}`;
+      };
+      replace(
+        table,
+        page.workflow_executions.length === 0
+          ? h('p', { class: 'note' }, 'No runs match.')
+          : h(
+              'table',
+              { class: 'list', id: 'runs' },
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  ['Status', 'Workflow', 'Trigger', 'Started', 'Duration'].map((t) => h('th', null, t)),
+                ),
+              ),
+              h(
+                'tbody',
+                null,
+                page.workflow_executions.map((run) =>
+                  h(
+                    'tr',
+                    { 'data-run': run.id },
+                    h('td', null, badge(run.run_status)),
+                    h(
+                      'td',
+                      null,
+                      link(
+                        `#/runs/${encodeURIComponent(run.workflow_id)}/${encodeURIComponent(run.id)}`,
+                        run.workflow_name,
+                      ),
+                    ),
+                    h('td', null, run.trigger),
+                    h('td', null, when(run.started ?? run.created)),
+                    h('td', null, seconds(run.duration)),
+                  ),
+                ),
+              ),
+            ),
+        h(
+          'div',
+          { class: 'pager' },
+          tokens.length > 0 ? link(pageLink(tokens.slice(0, -1)), '← Newer') : null,
+          page.next_page_token ? link(pageLink([...tokens, page.next_page_token]), 'Older →') : null,
+        ),
+      );
+    } catch (error) {
+      replace(table, errorBox(error));
+    }
+  };
+  let pending = false;
+  onRunChange = () => {
+    // Many steps change at once: one reload per burst.
+    if (pending) return;
+    pending = true;
+    setTimeout(() => {
+      pending = false;
+      void load();
+    }, 300);
+  };
+  await load();
+}
+
+function temporalLink(run: Run): HTMLElement | null {
+  const base = session?.temporal_ui_url;
+  if (!base) return null;
+  const url = `${base.replace(/\/$/, '')}/namespaces/default/workflows/${encodeURIComponent(run.id)}`;
+  return h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, 'Open in the Temporal UI');
+}
+
+async function runPage(workflowId: string, executionId: string): Promise<void> {
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame('Runs', body);
+  const base = `/v2/workflows/${encodeURIComponent(workflowId)}`;
+  const detail = h('div', { class: 'step-detail', id: 'step-detail', 'aria-live': 'polite' });
+  let selected: string | null = null;
+  const showStep = async (stepId: string) => {
+    selected = stepId;
+    try {
+      const { worker_execution: step } = await call<{ worker_execution: Step }>(
+        'GET',
+        `${base}/worker_executions${query({ worker_execution_id: stepId, with_result: true, workspace })}`,
+      );
+      replace(
+        detail,
+        h('h3', null, step.worker_name, ' ', badge(step.status)),
+        step.reused_from
+          ? h('p', { class: 'note' }, `Reused from ${step.reused_from} (not run again in this retry).`)
+          : null,
+        step.error_message
+          ? h(
+              'div',
+              null,
+              h('h4', null, 'Error'),
+              h('pre', { class: 'error-text', id: 'step-error' }, step.error_message),
+            )
+          : null,
+        h('h4', null, 'Log'),
+        step.logs && step.logs.length
+          ? h(
+              'ol',
+              { class: 'log', id: 'step-log' },
+              step.logs.map((line) =>
+                h(
+                  'li',
+                  { class: `log-${line.level}` },
+                  h('span', { class: 'level' }, line.level),
+                  ' ',
+                  line.message,
+                ),
+              ),
+            )
+          : h('p', { class: 'note' }, 'No log lines.'),
+        h('h4', null, 'Result'),
+        h(
+          'pre',
+          { id: 'step-result' },
+          step.result === undefined || step.result === null ? 'null' : pretty(step.result),
+        ),
+        h('h4', null, 'Inputs'),
+        h('pre', null, pretty(step.input_params ?? {})),
+      );
+    } catch (error) {
+      replace(detail, errorBox(error));
+    }
+  };
+  const load = async () => {
+    let run: Run;
+    let steps: StepSummary[];
+    try {
+      run = (
+        await call<{ workflow_execution: Run }>(
+          'GET',
+          `${base}/workflow_executions${query({ workflow_execution_id: executionId, with_resume: true, workspace })}`,
+        )
+      ).workflow_execution;
+      steps = (
+        await call<{ worker_executions: StepSummary[] }>(
+          'GET',
+          `${base}/worker_executions${query({ workflow_execution_id: executionId, workspace })}`,
+        )
+      ).worker_executions;
+    } catch (error) {
+      replace(body, errorBox(error));
+      return;
+    }
+    const failed = steps.find((s) => s.execution.status === 'ERROR');
+    const actions = h('span', { 'aria-live': 'polite' });
+    const retry =
+      run.run_status === 'FAILED'
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'primary',
+              id: 'retry',
+              on: {
+                click: () =>
+                  call<{ workflow_execution: Run }>(
+                    'POST',
+                    `${base}/workflow_executions/${encodeURIComponent(executionId)}/retry`,
+                    { workspace },
+                  ).then(
+                    ({ workflow_execution: again }) =>
+                      go(`#/runs/${encodeURIComponent(workflowId)}/${encodeURIComponent(again.id)}`),
+                    (error: unknown) => replace(actions, errorBox(error)),
+                  ),
+              },
+            },
+            failed ? `Retry from “${failed.worker_name}”` : 'Retry',
+          )
+        : null;
+    // Where each step sits on the run's time line. Stamps have whole seconds, so steps in one
+    // second follow each other by their durations (a branch of a fan-out starts with its siblings).
+    const now = Date.now();
+    const runStart = millis(run.started ?? run.created);
+    let cursor = 0;
+    const place = new Map<string, { start: number; length: number }>();
+    for (const s of steps) {
+      const stamped = millis(s.execution.started ?? s.execution.created) - runStart;
+      const length =
+        s.execution.duration !== null
+          ? s.execution.duration * 1000
+          : Math.max(0, now - millis(s.execution.started ?? s.execution.created));
+      const start = s.execution.parallel_index > 0 ? Math.max(0, stamped) : Math.max(stamped, cursor);
+      place.set(s.execution.id, { start, length });
+      cursor = Math.max(cursor, start + length);
+    }
+    const span = Math.max(1, cursor, (run.duration ?? 0) * 1000);
+    replace(
+      body,
+      h('h1', null, run.workflow_name, ' ', badge(run.run_status)),
+      h(
+        'p',
+        { class: 'ids' },
+        h('code', null, run.id),
+        ` · ${run.trigger} · started ${when(run.started ?? run.created)} · ${seconds(run.duration)} · `,
+        link(`#/workflows/${encodeURIComponent(workflowId)}`, 'Workflow'),
+        ' · ',
+        temporalLink(run),
+      ),
+      h('p', null, retry, actions),
+      section(
+        'Steps',
+        h(
+          'ol',
+          { class: 'timeline', id: 'timeline' },
+          steps.map((s) => {
+            const { start, length } = place.get(s.execution.id)!;
+            const bar = h('span', { class: `bar bar-${s.execution.status.toLowerCase()}` });
+            // Geometry through the CSSOM (a style attribute would need 'unsafe-inline').
+            bar.style.marginLeft = `${Math.min(99, (100 * start) / span)}%`;
+            bar.style.width = `${Math.max(1, (100 * length) / span)}%`;
+            return h(
+              'li',
+              { class: s.execution.id === selected ? 'selected' : '' },
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'step',
+                  'data-step': s.execution.id,
+                  'aria-pressed': s.execution.id === selected ? 'true' : 'false',
+                  on: {
+                    click: () => {
+                      selected = s.execution.id;
+                      void load();
+                    },
+                  },
+                },
+                h(
+                  'span',
+                  { class: 'name' },
+                  s.worker_name,
+                  s.is_parallel_execution ? ` [${s.execution.parallel_index}]` : '',
+                ),
+                badge(s.execution.status),
+                h('span', { class: 'time' }, seconds(s.execution.duration)),
+              ),
+              h('span', { class: 'track' }, bar),
+            );
+          }),
+        ),
+        detail,
+      ),
+    );
+    if (selected === null && failed) void showStep(failed.execution.id);
+    else if (selected !== null) void showStep(selected);
+  };
+  onRunChange = (changed) => {
+    if (changed === null || changed === executionId) void load();
+  };
+  await load();
+}
+
+// ---- Templates ---------------------------------------------------------------------------------
+
+async function templatesPage(): Promise<void> {
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame('Templates', h('div', null, h('h1', null, 'Worker templates'), body));
+  try {
+    const { worker_templates: templates } = await call<{ worker_templates: Template[] }>(
+      'GET',
+      `/v2/worker_templates${query({ page_size: 100 })}`,
+    );
+    replace(
+      body,
+      h(
+        'table',
+        { class: 'list' },
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            ['Name', 'Type', 'Runtime', 'Category', 'Environment', 'Updated'].map((t) => h('th', null, t)),
+          ),
+        ),
+        h(
+          'tbody',
+          null,
+          templates.map((t) =>
+            h(
+              'tr',
+              null,
+              h('td', null, link(`#/templates/${encodeURIComponent(t.id)}`, t.name)),
+              h('td', null, t.type),
+              h('td', null, t.script_runtime),
+              h('td', null, t.category),
+              h('td', null, badge(t.container_status)),
+              h('td', null, when(t.updated)),
+            ),
+          ),
+        ),
+      ),
+    );
+  } catch (error) {
+    replace(body, errorBox(error));
+  }
+}
+
+async function templatePage(id: string): Promise<void> {
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame('Templates', body);
+  try {
+    const { worker_template: t } = await call<{ worker_template: Template }>(
+      'GET',
+      `/v2/worker_templates/${encodeURIComponent(id)}`,
+    );
+    replace(
+      body,
+      h('h1', null, t.name),
+      t.description ? h('p', { class: 'note' }, t.description) : null,
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', null, 'Id'),
+        h('dd', null, h('code', null, t.id)),
+        h('dt', null, 'Type'),
+        h('dd', null, t.type),
+        h('dt', null, 'Runtime'),
+        h('dd', null, t.script_runtime, ' · entry point ', h('code', null, t.script_entry_point)),
+        h('dt', null, 'Version'),
+        h('dd', null, t.version, ' · updated ', when(t.updated)),
+        h('dt', null, 'Environment'),
+        h('dd', null, badge(t.container_status)),
+        t.requirements && t.requirements.length
+          ? [h('dt', null, 'Requirements'), h('dd', null, t.requirements.join(', '))]
+          : null,
+      ),
+      section('Code', h('pre', { class: 'code', id: 'template-code' }, t.script ?? '')),
+      t.form_inputs && t.form_inputs.length
+        ? section('Form inputs', h('pre', null, pretty(t.form_inputs)))
+        : null,
+    );
+  } catch (error) {
+    replace(body, errorBox(error));
+  }
+}
+
+// ---- Routing -----------------------------------------------------------------------------------
+
+async function route(): Promise<void> {
+  onRunChange = null;
+  if (!session) {
+    let current: (Session & { signed_in: true }) | { signed_in: false } = { signed_in: false };
+    try {
+      current = await call('GET', '/console/session');
+    } catch {
+      // Shown as the sign-in page.
+    }
+    if (!current.signed_in) {
+      signInPage();
+      return;
+    }
+    startSession(current);
+  }
+  const [path = '', search = ''] = location.hash.replace(/^#/, '').split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const params = new URLSearchParams(search);
+  if (parts[0] === 'workflows' && parts[1]) return workflowPage(parts[1]);
+  if (parts[0] === 'runs' && parts[1] && parts[2]) return runPage(parts[1], parts[2]);
+  if (parts[0] === 'runs') return runsPage(params);
+  if (parts[0] === 'templates' && parts[1]) return templatePage(parts[1]);
+  if (parts[0] === 'templates') return templatesPage();
+  return workflowsPage();
+}
+
+window.addEventListener('hashchange', () => void route());
+void route();

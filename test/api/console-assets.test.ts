@@ -1,0 +1,70 @@
+/**
+ * The console's page and bundle as the server sends them: built from api/console/ui on the first
+ * request, within the first-load budget (250 KB of compressed JavaScript), cached by content hash,
+ * under the console's CSP; and its code builds the page without any HTML parsing.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Database } from '../../engine/platform/database';
+import { createTestApp, type TestApp } from '../support/test-app';
+import { createTestDatabase } from '../support/test-database';
+
+const UI = path.resolve(__dirname, '..', '..', 'api', 'console', 'ui');
+
+describe('the console page and its bundle', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: Database;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = database.db;
+    t = await createTestApp(db);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await database?.drop();
+  });
+
+  test('the page names its hashed script and style; the script is at most 250 KB gzipped', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/console' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    // No inline script: the page only points at its bundle.
+    expect(page.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    const script = /src="\/console\/assets\/(console\.[0-9a-f]{16}\.js)"/.exec(page.body)![1]!;
+    const style = /href="\/console\/assets\/(console\.[0-9a-f]{16}\.css)"/.exec(page.body)![1]!;
+    const js = await t.app.inject({
+      method: 'GET',
+      url: `/console/assets/${script}`,
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    expect(js.statusCode).toBe(200);
+    expect(js.headers['content-type']).toContain('text/javascript');
+    expect(js.headers['content-encoding']).toBe('gzip');
+    expect(js.headers['cache-control']).toContain('immutable');
+    expect(js.rawPayload.length).toBeLessThanOrEqual(250 * 1024);
+    const css = await t.app.inject({ method: 'GET', url: `/console/assets/${style}` });
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toContain('text/css');
+    const missing = await t.app.inject({ method: 'GET', url: '/console/assets/console.0000.js' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ code: 404 });
+  });
+
+  test('the console code never parses HTML (text nodes only)', () => {
+    const files = readdirSync(UI).filter((name) => name.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(2);
+    for (const file of files) {
+      const source = readFileSync(path.join(UI, file), 'utf8');
+      expect([
+        file,
+        /\b(innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment)\b/.test(
+          source,
+        ),
+      ]).toEqual([file, false]);
+    }
+  });
+});

@@ -1,0 +1,393 @@
+/**
+ * The web console at /console in headless Chromium, on the real app with a real Temporal worker:
+ * sign in with an API key, find the workflow, run it, watch it fail live, read the failed step's log
+ * (a script's `<img onerror>` and `</script>` shown as text), retry from that step, page and filter
+ * runs, read a template's code, sign out. Also the session's cookie, CSRF, expiry and cross-account
+ * cases, through the same routes. Screenshots of each page go to test-artifacts/console/.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { createTestAccount, type TestAccount } from '../support/test-app';
+import { publishBuiltinTemplates } from '../../engine/worker-templates/builtin-templates';
+import { testChromium } from '../support/chromium';
+import { startHarness, type WorkflowHarness, workerId } from '../workflows/workflow-harness';
+
+const SHOTS = path.resolve(__dirname, '..', '..', 'test-artifacts', 'console');
+const HOSTILE_IMG = '<img src=x onerror="window.__xss = 1">';
+const HOSTILE_SCRIPT = '</script><script>window.__xss = 2</script>';
+
+describe('the web console in headless Chromium', () => {
+  let h: WorkflowHarness;
+  let origin: string;
+  let browser: Awaited<ReturnType<typeof testChromium>>;
+  let other: TestAccount;
+  const profiles: string[] = [];
+  const contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    browser = await testChromium();
+    mkdirSync(SHOTS, { recursive: true });
+    h = await startHarness({ worker: true });
+    other = await createTestAccount(h.db);
+    // What the API and worker publish at start: the built-in templates.
+    await publishBuiltinTemplates(h.db);
+    origin = await h.t.app.listen({ port: 0, host: '127.0.0.1' });
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const context of contexts) await context.close();
+    for (const profile of profiles) rmSync(profile, { recursive: true, force: true });
+    await h?.close();
+  });
+
+  async function launch(viewport = { width: 1280, height: 800 }) {
+    const profile = mkdtempSync(path.join(os.tmpdir(), 'pas-console-'));
+    profiles.push(profile);
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: browser.executablePath,
+      headless: true,
+      args: browser.args,
+      viewport,
+    });
+    contexts.push(context);
+    return context;
+  }
+
+  /** Console complaints (a CSP refusal, a script error) mean the page did not work as written. */
+  function watch(page: Page): string[] {
+    const problems: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+    return problems;
+  }
+
+  async function signIn(page: Page, who: TestAccount = h.account) {
+    await page.goto(`${origin}/console`);
+    await page.getByLabel('Account SID').fill(who.key.account_sid);
+    await page.getByLabel('Auth token').fill(who.key.auth_token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Workflows' }).waitFor();
+  }
+
+  /** A flag the gated step waits for: a datastore of that name. */
+  async function raise(flag: string) {
+    const res = await h.call('POST', '/v2/datastores', { name: flag, data: [] });
+    expect(res.statusCode).toBe(200);
+  }
+
+  /** Waits (up to 10 s) until `ready` answers true. */
+  async function until(ready: () => Promise<boolean>) {
+    const deadline = Date.now() + 10_000;
+    while (!(await ready())) {
+      if (Date.now() > deadline) throw new Error('timed out waiting');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  async function shot(page: Page, name: string) {
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  }
+
+  /** S → Load prices (logs hostile text; fails until `flag` is raised) → E. */
+  async function gatedWorkflow(flag: string) {
+    const [s, b, c, e, alert] = [workerId(), workerId(), workerId(), workerId(), workerId()];
+    const workflow = await h.store({
+      name: `Daily prices ${flag}`,
+      description: 'Loads the day’s prices, checks them, and reports.',
+      workers: [
+        { id: s, name: 'Start', type: 'STARTER', next: [b] },
+        {
+          id: b,
+          name: 'Load prices',
+          type: 'BASIC',
+          script: `async function main(args) {
+            console.log(${JSON.stringify(HOSTILE_IMG)});
+            console.log(${JSON.stringify(HOSTILE_SCRIPT)});
+            const flags = await sdk.listDatastores({ query: { filters: [['name', '=', '${flag}']] } });
+            if (flags.datastores.length === 0) throw new Error('no prices for 20240102 <b>yet</b>');
+            return { prices: 3 };
+          }`,
+          next: [c],
+        },
+        {
+          id: c,
+          name: 'Enough?',
+          type: 'CONDITIONAL',
+          script: 'function main(args) { return args.inputs.prices > 0; }',
+          next_true: [e],
+          next_false: [alert],
+        },
+        { id: alert, name: 'Alert desk', type: 'BASIC', script: 'function main() { return {}; }', next: [e] },
+        { id: e, name: 'Report', type: 'ENDER', script: 'function main(args) { return { done: true }; }' },
+      ],
+    });
+    return workflow;
+  }
+
+  test('sign in, run a workflow, watch it fail live, read the hostile log as text, retry from the step, sign out', async () => {
+    const flag = `flag-${Math.random().toString(36).slice(2, 8)}`;
+    const workflow = await gatedWorkflow(flag);
+    const context = await launch();
+    const page = await context.newPage();
+    const problems = watch(page);
+
+    const first = await page.goto(`${origin}/console`);
+    const csp = first?.headers()['content-security-policy'] ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).toContain("frame-ancestors 'none'");
+    await page.getByLabel('Account SID').waitFor();
+    await shot(page, '01-sign-in');
+
+    // A wrong token: refused, said beside the form, no cookie.
+    await page.getByLabel('Account SID').fill(h.account.key.account_sid);
+    await page.getByLabel('Auth token').fill('wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('401');
+    expect((await context.cookies()).length).toBe(0);
+    // The browser reports that refused request as a failed load; nothing else may complain.
+    expect(problems).toEqual([expect.stringContaining('401')]);
+    problems.length = 0;
+
+    await signIn(page);
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: 'pas_console', httpOnly: true, sameSite: 'Strict', secure: false });
+    const login = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, operation: 'LOGIN', entity_type: 'UserEvent' })
+      .first();
+    expect(login).toMatchObject({ source: 'PLATFORM' });
+
+    await page.getByRole('link', { name: workflow.name }).waitFor();
+    await shot(page, '02-workflows');
+    await page.getByRole('link', { name: workflow.name }).click();
+    await page.getByRole('heading', { name: workflow.name }).waitFor();
+    // The graph: five steps, the conditional's two labelled edges.
+    expect(await page.locator('.graph g.node').count()).toBe(5);
+    expect(await page.locator('.graph .edge-label').allTextContents()).toEqual(['true', 'false']);
+    await shot(page, '03-workflow');
+
+    // Input that is not a JSON object is refused beside the field, before anything is sent.
+    await page.getByLabel(/^Input/).fill('{"date": 2024');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await expect(page.locator('#run-form .error').textContent()).resolves.toContain('Not JSON');
+    await page.getByLabel(/^Input/).fill('[1, 2]');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await expect(page.locator('#run-form .error').textContent()).resolves.toContain('JSON object');
+    const runs = await h.db('workflow_executions').where({ workflow_id: workflow.id }).count({ n: '*' });
+    expect(Number(runs[0]!.n)).toBe(0);
+
+    await page.getByLabel(/^Input/).fill('{"date": "20240102"}');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await page.waitForURL(/#\/runs\/wrkf_\w+\/wfex_\w+$/);
+    // A mark that a reload would wipe: the run must end on this very page (server-sent events).
+    await page.evaluate(() => ((globalThis as unknown as { __mark: number }).__mark = 42));
+    await page.locator('h1 .badge-failed').waitFor({ timeout: 30_000 });
+    expect(await page.evaluate(() => (globalThis as unknown as { __mark?: number }).__mark)).toBe(42);
+
+    // The failed step opens by itself: its error and its log lines, as text.
+    await page.locator('#step-error').waitFor();
+    await expect(page.locator('#step-error').textContent()).resolves.toContain(
+      'no prices for 20240102 <b>yet</b>',
+    );
+    const lines = await page.locator('#step-log li').allTextContents();
+    expect(lines.some((line) => line.includes(HOSTILE_IMG))).toBe(true);
+    expect(lines.some((line) => line.includes(HOSTILE_SCRIPT))).toBe(true);
+    expect(
+      await page.locator('#step-log img, #step-detail img, #step-detail b, #step-detail script').count(),
+    ).toBe(0);
+    expect(await page.evaluate(() => (globalThis as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.getByRole('link', { name: 'Open in the Temporal UI' }).getAttribute('href')).toMatch(
+      /^http:\/\/temporal-ui\.test\/namespaces\/default\/workflows\/wfex_\w+$/,
+    );
+    await shot(page, '04-run-failed');
+
+    // Retry from the failed step once the prices are there: a new run, which succeeds live.
+    await raise(flag);
+    const failedUrl = page.url();
+    await page.getByRole('button', { name: 'Retry from “Load prices”' }).click();
+    await page.waitForURL((url) => url.toString() !== failedUrl && /wfex_/.test(url.toString()));
+    await page.locator('h1 .badge-succeeded').waitFor({ timeout: 30_000 });
+    // The steps before the failed one were reused, not run again.
+    await page.locator('#timeline li').first().waitFor();
+    expect(await page.locator('#timeline li').count()).toBe(4);
+    await page.locator('#timeline button', { hasText: 'Report' }).click();
+    await expect(page.locator('#step-result').textContent()).resolves.toContain('"done": true');
+    await shot(page, '05-run-retried');
+
+    // Runs: both, newest first; filtered to FAILED, one.
+    await page.getByRole('link', { name: 'Runs', exact: true }).click();
+    await page.locator('#runs tbody tr').nth(1).waitFor();
+    await expect(page.locator('#runs tbody tr').first().locator('.badge').textContent()).resolves.toBe(
+      'SUCCEEDED',
+    );
+    await page.getByLabel('Status').selectOption('FAILED');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/run_status=FAILED/);
+    await until(async () => (await page.locator('#runs tbody tr').count()) === 1);
+    await shot(page, '06-runs');
+
+    // Templates: the built-in ones, and one's code, read-only.
+    await page.getByRole('link', { name: 'Templates' }).click();
+    await page.getByRole('heading', { name: 'Worker templates' }).waitFor();
+    await page.locator('table.list tbody tr a').first().waitFor();
+    await shot(page, '07-templates');
+    await page.locator('table.list tbody tr a').first().click();
+    await page.locator('#template-code').waitFor();
+    expect((await page.locator('#template-code').textContent())!.length).toBeGreaterThan(20);
+    await shot(page, '08-template');
+
+    // Sign out: the session is gone server-side, LOGOUT is audited, the old cookie opens nothing.
+    const oldCookie = (await context.cookies())[0]!.value;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Account SID').waitFor();
+    expect(await context.cookies()).toEqual([]);
+    const logout = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, operation: 'LOGOUT', entity_type: 'UserEvent' })
+      .first();
+    expect(logout).toMatchObject({ source: 'PLATFORM' });
+    const after = await h.t.app.inject({
+      method: 'GET',
+      url: '/console/session',
+      headers: { cookie: `pas_console=${oldCookie}` },
+    });
+    expect(after.json()).toEqual({ signed_in: false });
+    const change = await h.t.app.inject({
+      method: 'POST',
+      url: '/v2/datastores',
+      payload: { name: 'after sign-out', data: [] },
+      headers: { cookie: `pas_console=${oldCookie}` },
+    });
+    expect(change.statusCode).toBe(401);
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  /** A session's cookie and CSRF token, opened through the route the page uses. */
+  async function session(who: TestAccount = h.account) {
+    const res = await h.t.app.inject({
+      method: 'POST',
+      url: '/console/session',
+      payload: { sid: who.key.account_sid, token: who.key.auth_token },
+    });
+    expect(res.statusCode).toBe(200);
+    const cookie = /pas_console=([^;]+)/.exec(String(res.headers['set-cookie']))![1]!;
+    return { cookie: `pas_console=${cookie}`, token: cookie, csrf: res.json().csrf_token as string };
+  }
+
+  test('a change without the session’s CSRF token is refused and changes nothing; with it, it is made', async () => {
+    const s = await session();
+    const body = { name: 'csrf probe', data: [] };
+    const count = async () =>
+      Number(
+        (
+          await h
+            .db('entities')
+            .where({ account_id: h.account.accountId, name: 'csrf probe' })
+            .count({ n: '*' })
+        )[0]!.n,
+      );
+    for (const headers of [{ cookie: s.cookie }, { cookie: s.cookie, 'x-csrf-token': 'guess' }]) {
+      const res = await h.t.app.inject({ method: 'POST', url: '/v2/datastores', payload: body, headers });
+      expect(res.statusCode).toBe(403);
+      expect(res.json().message).toContain('CSRF');
+    }
+    expect(await count()).toBe(0);
+    const denied = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, status: 'DENIED', source: 'PLATFORM' })
+      .first();
+    expect(denied).toBeDefined();
+    // Reads need no token; a change with it goes through, audited as the web app's.
+    expect(
+      (await h.t.app.inject({ method: 'GET', url: '/v2/datastores', headers: { cookie: s.cookie } }))
+        .statusCode,
+    ).toBe(200);
+    const made = await h.t.app.inject({
+      method: 'POST',
+      url: '/v2/datastores',
+      payload: body,
+      headers: { cookie: s.cookie, 'x-csrf-token': s.csrf },
+    });
+    expect(made.statusCode).toBe(200);
+    expect(await count()).toBe(1);
+    const created = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, operation: 'CREATE', entity_id: made.json().datastore.id })
+      .first();
+    expect(created).toMatchObject({ source: 'PLATFORM' });
+    // Sign-out is a change too.
+    expect(
+      (await h.t.app.inject({ method: 'DELETE', url: '/console/session', headers: { cookie: s.cookie } }))
+        .statusCode,
+    ).toBe(403);
+  });
+
+  test('another account’s workflow is not found, in the API and on the page', async () => {
+    const workflow = await gatedWorkflow(`theirs-${Math.random().toString(36).slice(2, 8)}`);
+    const s = await session(other);
+    const res = await h.t.app.inject({
+      method: 'GET',
+      url: `/v2/workflows/${workflow.id}`,
+      headers: { cookie: s.cookie },
+    });
+    expect(res.statusCode).toBe(404);
+    const context = await launch();
+    const page = await context.newPage();
+    await signIn(page, other);
+    await expect(page.getByRole('link', { name: workflow.name }).count()).resolves.toBe(0);
+    await page.goto(`${origin}/console#/workflows/${workflow.id}`);
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('404');
+  });
+
+  test('a session ends when idle too long, at its absolute expiry, and when its key is revoked', async () => {
+    const ask = (cookie: string) =>
+      h.t.app.inject({ method: 'GET', url: '/v2/workflows', headers: { cookie } });
+    const idle = await session();
+    expect((await ask(idle.cookie)).statusCode).toBe(200);
+    await h
+      .db('console_sessions')
+      .update({ last_seen_at: h.db.raw("now() - interval '31 minutes'") })
+      .whereRaw('true');
+    expect((await ask(idle.cookie)).statusCode).toBe(401);
+    const old = await session();
+    await h
+      .db('console_sessions')
+      .update({ expires_at: h.db.raw("now() - interval '1 second'") })
+      .whereRaw('true');
+    expect((await ask(old.cookie)).statusCode).toBe(401);
+    const revoked = await createTestAccount(h.db);
+    const theirs = await session(revoked);
+    expect((await ask(theirs.cookie)).statusCode).toBe(200);
+    await h.db('api_keys').where({ sid: revoked.key.account_sid }).update({ revoked_at: h.db.fn.now() });
+    expect((await ask(theirs.cookie)).statusCode).toBe(401);
+    // A cookie with an Authorization header beside it: the header wins (the API's own rule).
+    const both = await session();
+    const res = await h.t.app.inject({
+      method: 'POST',
+      url: '/v2/datastores',
+      payload: { name: 'by header', data: [] },
+      headers: { cookie: both.cookie, authorization: h.account.bearer },
+    });
+    expect(res.statusCode).toBe(200);
+  });
+
+  test('on a 390×844 phone screen the pages fit and work', async () => {
+    const context = await launch({ width: 390, height: 844 });
+    const page = await context.newPage();
+    await signIn(page);
+    const overflow = await page.evaluate(() => {
+      const view = globalThis as unknown as {
+        document: { documentElement: { scrollWidth: number } };
+        innerWidth: number;
+      };
+      return view.document.documentElement.scrollWidth - view.innerWidth;
+    });
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shot(page, '09-phone-workflows');
+  });
+});
