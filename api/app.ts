@@ -34,6 +34,7 @@ import sdkFunctionRoutes from './routes/sdk-function';
 import reportPageRoutes from './routes/report-pages';
 import oauthTokenRoutes from './routes/oauth-token';
 import workflowRoutes from './routes/workflows';
+import scriptTrialRoutes from './routes/script-trials';
 import workspaceRoutes from './routes/workspaces';
 import consoleRoutes from './console/console-routes';
 
@@ -171,6 +172,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(analyticsRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
+      await v2.register(scriptTrialRoutes, { db: deps.db, workflows: deps.workflows });
       await v2.register(marketDataRoutes, { db: deps.db });
       await v2.register(fileRoutes, {
         db: deps.db,

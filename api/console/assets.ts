@@ -3,7 +3,6 @@
  * and kept in memory: nothing is built at install time and nothing built is committed, so the page
  * can never be older than its source. Names carry a content hash, so a browser may cache them for good.
  */
-import { createHash } from 'node:crypto';
 import path from 'node:path';
 
 export interface ConsoleAsset {
@@ -41,7 +40,10 @@ async function buildBundle(): Promise<ConsoleBundle> {
     target: ['chrome115', 'firefox115', 'safari16'],
     write: false,
     outdir: 'out',
-    entryNames: 'console',
+    // The code editor loads only on the pages that show one: the first load stays small.
+    splitting: true,
+    entryNames: 'console.[hash]',
+    chunkNames: 'chunk.[hash]',
     legalComments: 'none',
     logLevel: 'silent',
     loader: { '.css': 'css' },
@@ -50,16 +52,17 @@ async function buildBundle(): Promise<ConsoleBundle> {
   let script = '';
   let style = '';
   for (const file of result.outputFiles) {
-    const ext = path.extname(file.path);
-    const hash = createHash('sha256').update(file.contents).digest('hex').slice(0, 16);
-    const name = `console.${hash}${ext}`;
+    const name = path.basename(file.path);
+    const ext = path.extname(name);
     assets.set(name, {
       body: Buffer.from(file.contents),
       type: ext === '.js' ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8',
     });
-    if (ext === '.js') script = name;
-    if (ext === '.css') style = name;
+    // The entry is named console.[hash]; split code (the editor, loaded when needed) chunk.[hash].
+    if (ext === '.js' && name.startsWith('console.')) script = name;
+    if (ext === '.css' && name.startsWith('console.')) style = name;
   }
+  if (!script) throw new Error('the console bundle has no entry script');
   const html = [
     '<!doctype html>',
     '<html lang="en">',

@@ -23,13 +23,16 @@ import { consoleBundle } from './assets';
 const HEARTBEAT_MS = 15_000;
 
 /**
- * Only the console's own script and style run; it talks only to this origin; it cannot be framed.
- * Everything a script of a workflow produced is put on the page as text, so an escaping mistake
- * could not run anyway.
+ * Only the console's own script runs (no inline script, no eval); style sheets come from this
+ * origin only (the code editor's through constructed style sheets). Style attributes are allowed,
+ * because the code editor positions its lines, gutters and cursor with them; they cannot run code.
+ * It talks only to this origin and cannot be framed. Everything a script of a workflow produced is
+ * put on the page as text, so an escaping mistake could not run anyway.
  */
 export const CONSOLE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; " +
+  "img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; " +
+  "frame-ancestors 'none'";
 
 const SignIn = Type.Object(
   {

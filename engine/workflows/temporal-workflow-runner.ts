@@ -18,6 +18,9 @@ import {
 } from '@temporalio/common';
 import { INTERPRETER_WORKFLOW, type InterpreterInput } from './run-input';
 import type { WorkflowRunner } from './workflow-runner';
+import { SCRIPT_TRIAL_WORKFLOW, type ScriptTrialOutcome } from './script-trial';
+import { randomAlphanumeric } from '../platform/ids';
+import { ServiceUnavailable } from '../platform/errors';
 import { temporalWorkflowSchedules } from './workflow-schedules';
 
 /** gRPC status code 5: the service has no such entity. */
@@ -150,6 +153,29 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
       const input = defaultPayloadConverter.fromPayload<Partial<InterpreterInput>>(payload);
       return Array.isArray(input.workers) && input.plan ? { workers: input.workers, plan: input.plan } : null;
     },
+    async tryScript(input) {
+      if (Date.now() < unreachableUntil) throw new TemporalUnreachable();
+      // A trial waits for its answer: without a worker polling it would wait out its timeout.
+      const described = await client.workflowService.describeTaskQueue({
+        namespace: client.options.namespace,
+        taskQueue: { name: taskQueue },
+        // 1: TASK_QUEUE_TYPE_WORKFLOW.
+        taskQueueType: 1,
+      });
+      if ((described.pollers?.length ?? 0) === 0) {
+        throw new ServiceUnavailable(
+          `Try it needs a worker process: none polls task queue ${taskQueue}. Start one (npm start starts it).`,
+        );
+      }
+      return client.workflow.execute(SCRIPT_TRIAL_WORKFLOW, {
+        taskQueue,
+        workflowId: `trial-${randomAlphanumeric(25)}`,
+        args: [input],
+        // A step's longest timeout (600 s) and some room; a trial is never retried.
+        workflowExecutionTimeout: '11 minutes',
+      }) as Promise<ScriptTrialOutcome>;
+    },
+
     async start(input) {
       if (Date.now() < unreachableUntil) throw new TemporalUnreachable();
       const start = () =>

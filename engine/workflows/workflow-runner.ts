@@ -1,6 +1,7 @@
 import type { RunDefinition } from './execution-records';
 import type { InterpreterInput } from './run-input';
 import type { WorkflowSchedules } from './workflow-schedules';
+import type { ScriptTrialInput, ScriptTrialOutcome } from './script-trial';
 
 /**
  * Starts interpreter runs on Temporal and keeps the Schedules of TIME_BASED workflows; the API and
@@ -14,4 +15,6 @@ export interface WorkflowRunner {
    */
   startedDefinition(executionId: string): Promise<RunDefinition | null>;
   schedules: WorkflowSchedules;
+  /** Runs one script once in a worker's sandbox ("Try it"); absent where no worker is reachable. */
+  tryScript?(input: ScriptTrialInput): Promise<ScriptTrialOutcome>;
 }

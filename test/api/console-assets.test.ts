@@ -5,8 +5,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { consoleBundle } from '../../api/console/assets';
 import type { Database } from '../../engine/platform/database';
-import { createTestApp, type TestApp } from '../support/test-app';
+import { createTestAccount, createTestApp, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
 
 const UI = path.resolve(__dirname, '..', '..', 'api', 'console', 'ui');
@@ -34,8 +35,8 @@ describe('the console page and its bundle', () => {
     expect(page.headers['x-frame-options']).toBe('DENY');
     // No inline script: the page only points at its bundle.
     expect(page.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
-    const script = /src="\/console\/assets\/(console\.[0-9a-f]{16}\.js)"/.exec(page.body)![1]!;
-    const style = /href="\/console\/assets\/(console\.[0-9a-f]{16}\.css)"/.exec(page.body)![1]!;
+    const script = /src="\/console\/assets\/(console\.[A-Z0-9]+\.js)"/.exec(page.body)![1]!;
+    const style = /href="\/console\/assets\/(console\.[A-Z0-9]+\.css)"/.exec(page.body)![1]!;
     const js = await t.app.inject({
       method: 'GET',
       url: `/console/assets/${script}`,
@@ -49,9 +50,35 @@ describe('the console page and its bundle', () => {
     const css = await t.app.inject({ method: 'GET', url: `/console/assets/${style}` });
     expect(css.statusCode).toBe(200);
     expect(css.headers['content-type']).toContain('text/css');
-    const missing = await t.app.inject({ method: 'GET', url: '/console/assets/console.0000.js' });
+    // The code editor, loaded on the pages that show one, is within the same budget.
+    const { assets } = await consoleBundle();
+    const chunks = [...assets.keys()].filter((name) => name.startsWith('chunk.'));
+    expect(chunks.length).toBeGreaterThan(0);
+    for (const chunk of chunks) {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/console/assets/${chunk}`,
+        headers: { 'accept-encoding': 'gzip' },
+      });
+      expect(res.rawPayload.length).toBeLessThanOrEqual(250 * 1024);
+    }
+    const missing = await t.app.inject({ method: 'GET', url: '/console/assets/console.NOPE.js' });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ code: 404 });
+  });
+
+  test('Try it without a worker polling answers 503 at once, saying so, instead of waiting', async () => {
+    const account = await createTestAccount(db);
+    const started = Date.now();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/worker_templates/try',
+      payload: { script: 'function main() { return 1; }' },
+      headers: { authorization: account.bearer },
+    });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().message).toMatch(/^Try it needs a worker process: none polls task queue /);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   test('the console code never parses HTML (text nodes only)', () => {

@@ -59,7 +59,7 @@ describe('the web console in headless Chromium', () => {
   function watch(page: Page): string[] {
     const problems: string[] = [];
     page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(message.text());
+      if (message.type() === 'error') problems.push(message.text() + JSON.stringify(message.location()));
     });
     page.on('pageerror', (error) => problems.push(error.message));
     return problems;
@@ -138,7 +138,10 @@ describe('the web console in headless Chromium', () => {
     const first = await page.goto(`${origin}/console`);
     const csp = first?.headers()['content-security-policy'] ?? '';
     expect(csp).toContain("script-src 'self'");
-    expect(csp).not.toContain('unsafe-inline');
+    // No inline script, and no inline style sheet: only style attributes (the code editor's).
+    expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+    expect(csp).toContain("style-src 'self';");
+    expect(csp).toContain("style-src-attr 'unsafe-inline'");
     expect(csp).toContain("frame-ancestors 'none'");
     await page.getByLabel('Account SID').waitFor();
     await shot(page, '01-sign-in');
@@ -237,8 +240,8 @@ describe('the web console in headless Chromium', () => {
     await page.locator('table.list tbody tr a').first().waitFor();
     await shot(page, '07-templates');
     await page.locator('table.list tbody tr a').first().click();
-    await page.locator('#template-code').waitFor();
-    expect((await page.locator('#template-code').textContent())!.length).toBeGreaterThan(20);
+    await page.locator('#template-code .cm-content').waitFor();
+    expect((await page.locator('#template-code .cm-content').textContent())!.length).toBeGreaterThan(20);
     await shot(page, '08-template');
 
     // Sign out: the session is gone server-side, LOGOUT is audited, the old cookie opens nothing.
@@ -264,6 +267,81 @@ describe('the web console in headless Chromium', () => {
       headers: { cookie: `pas_console=${oldCookie}` },
     });
     expect(change.statusCode).toBe(401);
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  test('publish a template from the editor, try it on an input, try a draft, publish a new version', async () => {
+    const context = await launch();
+    const page = await context.newPage();
+    const problems = watch(page);
+    await signIn(page);
+    await page.getByRole('link', { name: 'Templates' }).click();
+    await page.getByRole('link', { name: 'New template' }).click();
+    await page.getByLabel('Name').fill('Scale prices');
+    const code = page.locator('#template-code .cm-content');
+    await code.click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(
+      'async function main(args) {\n  console.log("<b>scaling</b>");\n  return { scaled: args.inputs.prices * args.inputs.factor };\n}\n',
+    );
+    await shot(page, '10-template-new');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByRole('heading', { name: 'Scale prices' }).waitFor();
+    // Highlighted by the editor (its syntax classes), and editable: the account's own.
+    expect(await page.locator('#template-code .cm-content').getAttribute('contenteditable')).toBe('true');
+    expect(await page.locator('#template-code .cm-line span').count()).toBeGreaterThan(3);
+
+    await page.getByLabel(/^Input \(what/).fill('{"prices": 21, "factor": 2}');
+    await page.getByRole('button', { name: 'Try it' }).click();
+    await page.locator('#try-result').waitFor({ timeout: 30_000 });
+    await expect(page.locator('#try-result').textContent()).resolves.toContain('"scaled": 42');
+    await expect(page.locator('#try-log').textContent()).resolves.toContain('<b>scaling</b>');
+    expect(await page.locator('#try-output b').count()).toBe(0);
+    await shot(page, '11-template-try');
+    const tried = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, operation: 'EXECUTE', entity_type: 'WorkerTemplate' })
+      .first();
+    expect(tried).toMatchObject({ source: 'PLATFORM', entity_name: 'Scale prices' });
+    // No run was recorded by trying.
+    const runs = await h
+      .db('workflow_executions')
+      .where({ account_id: h.account.accountId })
+      .count({ n: '*' });
+    const before = Number(runs[0]!.n);
+
+    // A draft that throws: tried as written, not published.
+    await page.locator('#template-code .cm-content').click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText('function main() { throw new Error("draft broke"); }\n');
+    await page.getByRole('button', { name: 'Try it' }).click();
+    await page.locator('#try-error').waitFor({ timeout: 30_000 });
+    await expect(page.locator('#try-error').textContent()).resolves.toContain('draft broke');
+    const id = /#\/templates\/(wtpl_\w+)/.exec(page.url())![1]!;
+    const stored = await h.call('GET', `/v2/worker_templates/${id}`);
+    expect(stored.json().worker_template).toMatchObject({ version: '1' });
+
+    // Publishing makes it version 2.
+    await page.locator('#template-code .cm-content').click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText('function main(args) { return { version: 2 }; }\n');
+    await page.getByRole('button', { name: 'Publish a new version' }).click();
+    await page.locator('#publish-status', { hasText: 'Published version 2.' }).waitFor();
+    const republished = await h.call('GET', `/v2/worker_templates/${id}`);
+    expect(republished.json().worker_template.script).toContain('version: 2');
+    const after = await h
+      .db('workflow_executions')
+      .where({ account_id: h.account.accountId })
+      .count({ n: '*' });
+    expect(Number(after[0]!.n)).toBe(before);
+
+    // A built-in is read-only, with a way to start one's own from it.
+    await page.getByRole('link', { name: 'Templates' }).click();
+    await page.getByRole('link', { name: 'Stress test' }).click();
+    await page.locator('#template-code .cm-content').waitFor();
+    expect(await page.locator('#template-code .cm-content').getAttribute('contenteditable')).toBe('false');
+    await page.getByRole('link', { name: 'Start a template of your own from it' }).waitFor();
+    await shot(page, '12-template-builtin');
     expect(problems).toEqual([]);
   }, 120_000);
 

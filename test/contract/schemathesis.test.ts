@@ -4,7 +4,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { pythonVenv } from '../support/python-venv';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { temporalAddress } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
+import { createTemporalWorker } from '../../workers/temporal-worker';
 
 const run = promisify(execFile);
 const ARTIFACTS = path.resolve(__dirname, '..', '..', 'test-artifacts');
@@ -25,11 +28,33 @@ const SCHEMATHESIS = 'schemathesis==4.32.5';
  * and LISTED_REFUSALS_REPORT=<file> makes listed-refusals.py collect unlisted refusals there instead.
  */
 describe('schemathesis against the served OpenAPI document', () => {
-  const h = useTestApp({ rateLimitPerMinute: 1_000_000 });
+  // A worker polls the app's task queue, as in a deployment: Try it (POST /worker_templates/try)
+  // answers from its sandbox, and runs the operations start are carried out.
+  const taskQueue = `contract-${Math.random().toString(36).slice(2, 12)}`;
+  const h = useTestApp({ rateLimitPerMinute: 1_000_000, taskQueue });
   let baseUrl = '';
   let bin = '';
+  let connection: NativeConnection | null = null;
+  let worker: Worker | null = null;
+  let running: Promise<void> | null = null;
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await connection?.close();
+  });
 
   beforeAll(async () => {
+    connection = await NativeConnection.connect({ address: temporalAddress() });
+    worker = await createTemporalWorker({
+      db: h.db,
+      connection,
+      client: h.t.temporal,
+      namespace: 'default',
+      taskQueue,
+      publicUrl: 'http://pas.test',
+    });
+    running = worker.run();
     await h.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
     // CPython 3.11.7 trips over its own AST checks inside hypothesis ("AST constructor recursion depth

@@ -42,6 +42,7 @@ import {
   type ScriptOutcome,
 } from '../../plugins/sandbox/script-sandbox';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import type { ScriptTrialInput, ScriptTrialOutcome } from '../../engine/workflows/script-trial';
 import { runPythonScript } from '../../plugins/sandbox/python-sandbox';
 import {
   DEFAULT_ENVIRONMENT_ROOT,
@@ -492,6 +493,105 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       return outcome.ok
         ? end('COMPLETED', outcome.result, null, outcome)
         : end('ERROR', null, describeFailure(outcome), outcome);
+    },
+
+    /**
+     * "Try it": one JavaScript or TypeScript script (a template, or a draft's source) run once in
+     * this process's sandbox with a step's limits, on inputs given, with no run and no step record.
+     * Its SDK calls act as the user who tried it (audited as the web app's) and take effect.
+     */
+    async tryScript(input: ScriptTrialInput): Promise<ScriptTrialOutcome> {
+      const failed = (message: string): ScriptTrialOutcome => ({
+        status: 'ERROR',
+        result: null,
+        error_message: message,
+        logs: [],
+        duration: 0,
+        cpu_time: 0,
+      });
+      let program: Program;
+      if (input.templateId) {
+        const found = await programOf(db, input.principal.accountId, {
+          id: 'trial',
+          name: 'Try it',
+          type: 'BASIC',
+          template_id: input.templateId,
+        } as WorkerNode);
+        if (found === null) return failed('The template has no script.');
+        if ('error' in found) return failed(found.error);
+        if (found.python) {
+          return failed(
+            'Try it runs JavaScript and TypeScript; run a Python template in a workflow step to try it.',
+          );
+        }
+        program = found;
+      } else {
+        let source = input.script ?? '';
+        if (input.scriptRuntime === 'typescript') {
+          const transpiled = transpileTypeScript('draft', source);
+          if ('error' in transpiled) return failed(transpiled.error);
+          source = transpiled.code;
+        }
+        program = { source, entryPoint: 'main', python: null, formInputs: null, limits: null };
+      }
+      const scriptInputs = program.formInputs
+        ? withDefaults(program.formInputs, input.scriptInputs)
+        : input.scriptInputs;
+      if (program.formInputs) {
+        const problem = scriptInputProblem(program.formInputs, scriptInputs, {
+          requireMandatory: true,
+          allowUnknown: false,
+        });
+        if (problem !== null) return failed(`Invalid script inputs: ${problem}.`);
+      }
+      const actor: Actor = { principal: input.principal, source: 'PLATFORM', ip: null, userAgent: null };
+      const bridge = createSdkBridge({
+        db,
+        actor,
+        workspace: input.workspace,
+        publicUrl: options.publicUrl,
+        simulation: options.simulation,
+      });
+      const limits = program.limits
+        ? {
+            ...options.sandboxLimits,
+            ...templateSandboxLimits(program.limits, options.sandboxLimits ?? {}, options.sandboxCeiling),
+          }
+        : options.sandboxLimits;
+      const beat = setInterval(() => heartbeat(), HEARTBEAT_INTERVAL_MS);
+      let outcome: ScriptOutcome;
+      try {
+        outcome = await runScript({
+          source: program.source,
+          entryPoint: program.entryPoint,
+          args: {
+            workspace: input.workspace,
+            script_inputs: scriptInputs,
+            inputs: input.inputs,
+            inputs_info: { joined: false, sources: [] },
+            worker_type: 'BASIC',
+            parallel_info: { index: -1, length: -1 },
+            worker_id: null,
+            worker_execution_id: null,
+            workflow_id: null,
+            workflow_execution_id: null,
+            parameters: {},
+          },
+          limits,
+          bridge,
+          signal: new AbortController().signal,
+        });
+      } finally {
+        clearInterval(beat);
+      }
+      return {
+        status: outcome.ok ? 'COMPLETED' : 'ERROR',
+        result: outcome.ok ? outcome.result : null,
+        error_message: outcome.ok ? null : describeFailure(outcome),
+        logs: outcome.logs as unknown[],
+        duration: outcome.wallTimeMs / 1000,
+        cpu_time: outcome.cpuTimeMs / 1000,
+      };
     },
 
     /** Closes the run's records; retried until the database takes it, so no run stays RUNNING. */
