@@ -11,6 +11,8 @@ export interface WorkflowWorker {
   type: string;
   template_id?: string;
   script_runtime?: string | null;
+  script?: string;
+  script_inputs?: Record<string, unknown>;
   next?: string | string[];
   next_true?: string | string[];
   next_false?: string | string[];
