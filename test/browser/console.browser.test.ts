@@ -5,7 +5,7 @@
  * runs, read a template's code, sign out. Also the session's cookie, CSRF, expiry and cross-account
  * cases, through the same routes. Screenshots of each page go to test-artifacts/console/.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -401,6 +401,138 @@ describe('the web console in headless Chromium', () => {
       expect.stringContaining('400 (Bad Request)'),
       expect.stringContaining('400 (Bad Request)'),
     ]);
+  }, 120_000);
+
+  test('bulk retry of failed runs; the data pages: a datastore paged, a file downloaded, a report opened, the audit log', async () => {
+    const flag = `bulk-${Math.random().toString(36).slice(2, 8)}`;
+    const workflow = await gatedWorkflow(flag);
+    for (let i = 0; i < 2; i++) {
+      const run = await h.run(workflow.id);
+      expect(await h.pollUntilEnded(workflow.id, run.id)).toMatchObject({ run_status: 'FAILED' });
+    }
+    await raise(flag);
+    const rows = [['symbol', 'price'], ...Array.from({ length: 120 }, (_, i) => [`S${i + 1}`, i + 1])];
+    expect((await h.call('POST', '/v2/datastores', { name: 'Prices table', data: rows })).statusCode).toBe(
+      200,
+    );
+    const file = await h.call('POST', '/v2/files', {
+      name: 'prices.csv',
+      description: 'Closing prices',
+      content_type: 'text/csv',
+      data: Buffer.from('symbol,price\nAAPL,1\n').toString('base64'),
+    });
+    expect(file.statusCode).toBe(200);
+    const report = await h.call('POST', '/v2/reports', { name: 'Desk report', description: 'For the desk' });
+    expect(report.statusCode).toBe(200);
+
+    const context = await launch();
+    const page = await context.newPage();
+    const problems = watch(page);
+    await signIn(page);
+    await page.goto(`${origin}/console#/runs?workflow_id=${workflow.id}&run_status=FAILED`);
+    await page.getByRole('button', { name: 'Retry every failed run shown, from its failed step' }).click();
+    await page.locator('#bulk-status', { hasText: 'Retried 2; skipped 0.' }).waitFor();
+    const retries = await h
+      .db('workflow_executions')
+      .where({ workflow_id: workflow.id })
+      .whereNotNull('retry_of');
+    expect(retries).toHaveLength(2);
+
+    await page.getByRole('link', { name: 'Data' }).click();
+    await page.getByRole('link', { name: 'Prices table' }).click();
+    await page.locator('#datastore-table tbody tr').first().waitFor();
+    expect(await page.locator('#datastore-table tbody tr').count()).toBe(50);
+    await page.getByRole('link', { name: 'Next →' }).click();
+    await page.getByText('Rows 51–100 of 120').waitFor();
+    await expect(
+      page.locator('#datastore-table tbody tr').first().locator('td').first().textContent(),
+    ).resolves.toBe('S51');
+    await shot(page, '15-datastore');
+
+    await page.getByRole('link', { name: 'Files' }).click();
+    const download = page.locator('#files a', { hasText: 'Download' }).first();
+    await download.waitFor();
+    const fetched = await page.request.get(origin + (await download.getAttribute('href'))!);
+    expect(fetched.status()).toBe(200);
+    expect(await fetched.text()).toBe('symbol,price\nAAPL,1\n');
+
+    await page.getByRole('link', { name: 'Reports' }).click();
+    const opened = page.locator('#reports a', { hasText: 'Desk report' });
+    await opened.waitFor();
+    const reportPage = await page.request.get(origin + (await opened.getAttribute('href'))!);
+    expect(reportPage.status()).toBe(200);
+    expect(await reportPage.text()).toContain('Desk report');
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.locator('#audit tbody tr').first().waitFor();
+    // What was done here is on record as the web app's (PLATFORM).
+    expect(await page.locator('#audit').textContent()).toContain('Downloaded file prices.csvVIEWPLATFORM');
+    await shot(page, '16-audit-log');
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  test('every page passes axe-core’s checks (WCAG 2 A and AA) at 1280×800 and on a phone', async () => {
+    const axe = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+    const workflow = await gatedWorkflow(`axe-${Math.random().toString(36).slice(2, 8)}`);
+    const run = await h.run(workflow.id);
+    await h.pollUntilEnded(workflow.id, run.id);
+    const templateId = (await h.call('GET', '/v2/worker_templates?page_size=1')).json().worker_templates[0]
+      .id;
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      // axe is injected as a script of the test's own: this context alone lets it past the page's CSP.
+      const profile = mkdtempSync(path.join(os.tmpdir(), 'pas-console-'));
+      profiles.push(profile);
+      const context = await chromium.launchPersistentContext(profile, {
+        executablePath: browser.executablePath,
+        headless: true,
+        args: browser.args,
+        viewport,
+        bypassCSP: true,
+      });
+      contexts.push(context);
+      const page = await context.newPage();
+      const check = async (name: string) => {
+        await page.addScriptTag({ content: axe });
+        const violations = await page.evaluate(async () => {
+          const result = await (
+            globalThis as unknown as {
+              axe: {
+                run(
+                  o: object,
+                ): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }>;
+              };
+            }
+          ).axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+          return result.violations.map(
+            (v) =>
+              `${v.id} (${v.impact}, ${JSON.stringify(v.nodes.map((n) => (n as { target: unknown }).target))})`,
+          );
+        });
+        expect([name, violations]).toEqual([name, []]);
+      };
+      await page.goto(`${origin}/console`);
+      await page.getByLabel('Account SID').waitFor();
+      await check('sign-in');
+      await signIn(page);
+      await check('workflows');
+      for (const [hash, ready] of [
+        [`#/workflows/${workflow.id}`, '.graph'],
+        ['#/workflows/new', '#wf-steps'],
+        [`#/runs/${workflow.id}/${run.id}`, '#timeline'],
+        ['#/runs', '#runs'],
+        ['#/templates', 'table.list'],
+        [`#/templates/${templateId}`, '#template-code .cm-content'],
+        ['#/data', '#datastores, .note'],
+        ['#/data/audit', '#audit'],
+      ] as const) {
+        await page.goto(`${origin}/console${hash}`);
+        await page.locator(ready).first().waitFor();
+        await check(hash);
+      }
+    }
   }, 120_000);
 
   /** A session's cookie and CSRF token, opened through the route the page uses. */

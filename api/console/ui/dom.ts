@@ -51,7 +51,10 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   props: Props | null = null,
   ...children: Child[]
 ): HTMLElementTagNameMap[K] {
-  return build(document.createElement(tag), props, children);
+  const element = build(document.createElement(tag), props, children);
+  // A block of code or JSON may scroll: it must be reachable with the keyboard.
+  if (tag === 'pre' && !element.hasAttribute('tabindex')) element.setAttribute('tabindex', '0');
+  return element;
 }
 
 const SVG = 'http://www.w3.org/2000/svg';

@@ -46,7 +46,12 @@ export function codeEditor(options: {
         }),
         EditorState.readOnly.of(options.readOnly),
         EditorView.editable.of(!options.readOnly),
-        EditorView.contentAttributes.of({ 'aria-label': options.label }),
+        // Reached with the keyboard, read-only code too (to scroll and select it).
+        EditorView.contentAttributes.of({
+          'aria-label': options.label,
+          tabindex: '0',
+          ...(options.readOnly ? { 'aria-readonly': 'true' } : {}),
+        }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) for (const listener of listeners) listener();
         }),

@@ -126,7 +126,8 @@ export function workflowGraph(workers: WorkflowWorker[]): Element {
   });
   return h(
     'div',
-    { class: 'graph' },
+    // Wide graphs scroll sideways: the region is reachable with the keyboard.
+    { class: 'graph', tabindex: 0, role: 'region', 'aria-label': 'Steps of the workflow' },
     svg(
       'svg',
       {

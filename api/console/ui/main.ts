@@ -254,6 +254,7 @@ async function frame(active: string, content: HTMLElement): Promise<void> {
         nav('#/workflows', 'Workflows'),
         nav('#/runs', 'Runs'),
         nav('#/templates', 'Templates'),
+        nav('#/data', 'Data'),
       ),
       h('div', { class: 'who' }, h('label', { for: 'workspace' }, 'Workspace'), switcher),
       h('span', { class: 'user' }, session?.user.email ?? ''),
@@ -874,6 +875,48 @@ async function runsPage(params: URLSearchParams): Promise<void> {
     field('To', h('input', { type: 'date', name: 'end', value: filters.end })),
     h('button', { type: 'submit' }, 'Filter'),
   );
+  // Bulk retry: every FAILED run of one workflow in the period shown, each from its failed step.
+  const bulkStatus = h('span', { 'aria-live': 'polite', id: 'bulk-status' });
+  const bulk =
+    filters.workflow_id && filters.run_status === 'FAILED'
+      ? h(
+          'p',
+          null,
+          h(
+            'button',
+            {
+              type: 'button',
+              id: 'retry-failed',
+              on: {
+                click: () =>
+                  call<{ started: number; skipped: unknown[]; has_more: boolean }>(
+                    'POST',
+                    `/v2/workflows/${encodeURIComponent(filters.workflow_id)}/retry_failed`,
+                    {
+                      start: filters.start ? apiDay(filters.start) : '20000101',
+                      ...(filters.end ? { end: apiDay(filters.end) } : {}),
+                      workspace,
+                    },
+                  ).then(
+                    (outcome) =>
+                      replace(
+                        bulkStatus,
+                        h(
+                          'span',
+                          { class: 'note' },
+                          `Retried ${outcome.started}; skipped ${outcome.skipped.length}${outcome.has_more ? '; more remain: retry again' : ''}.`,
+                        ),
+                      ),
+                    (error: unknown) => replace(bulkStatus, errorBox(error)),
+                  ),
+              },
+            },
+            'Retry every failed run shown, from its failed step',
+          ),
+          ' ',
+          bulkStatus,
+        )
+      : null;
   await frame(
     'Runs',
     h(
@@ -881,6 +924,7 @@ async function runsPage(params: URLSearchParams): Promise<void> {
       null,
       h('h1', null, 'Runs'),
       form,
+      bulk,
       table,
       h('p', { class: 'note' }, 'Updates live (server-sent events).'),
     ),
@@ -1014,7 +1058,7 @@ async function runPage(workflowId: string, executionId: string): Promise<void> {
         step.logs && step.logs.length
           ? h(
               'ol',
-              { class: 'log', id: 'step-log' },
+              { class: 'log', id: 'step-log', tabindex: 0 },
               step.logs.map((line) =>
                 h(
                   'li',
@@ -1310,7 +1354,7 @@ function tryPanel(source: () => { path: string; body: Record<string, unknown> } 
                   trial.logs.length
                     ? h(
                         'ol',
-                        { class: 'log', id: 'try-log' },
+                        { class: 'log', id: 'try-log', tabindex: 0 },
                         trial.logs.map((line) =>
                           typeof line === 'string'
                             ? h('li', null, line)
@@ -1542,6 +1586,310 @@ async function newTemplatePage(params: URLSearchParams): Promise<void> {
   name.focus();
 }
 
+// ---- Data (read-only) ---------------------------------------------------------------------------
+
+interface Column<T> {
+  title: string;
+  cell: (row: T) => Child;
+}
+
+/**
+ * A paged list of one resource, newest first, with the API's page tokens kept in the address
+ * (`pages`: the tokens of the pages before this one), so Back and a reload keep the page.
+ */
+async function pagedList<T>(options: {
+  active: string;
+  title: string;
+  path: string;
+  key: string;
+  params: URLSearchParams;
+  base: string;
+  columns: Column<T>[];
+  extra?: Record<string, string>;
+  filters?: HTMLElement;
+  id: string;
+}): Promise<void> {
+  const tokens = (options.params.get('pages') ?? '').split(',').filter(Boolean);
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame(options.active, h('div', null, h('h1', null, options.title), options.filters ?? null, body));
+  try {
+    const page = await call<Record<string, unknown> & { next_page_token: string | null }>(
+      'GET',
+      `${options.path}${query({ ...options.extra, page_size: 20, page_token: tokens[tokens.length - 1] })}`,
+    );
+    const rows = (page[options.key] ?? []) as T[];
+    const pageLink = (pages: string[]) => {
+      const next = new URLSearchParams(options.params);
+      if (pages.length) next.set('pages', pages.join(','));
+      else next.delete('pages');
+      const text = next.toString();
+      return `${options.base}${text ? `?${text}` : ''}`;
+    };
+    replace(
+      body,
+      rows.length === 0
+        ? h('p', { class: 'note' }, 'Nothing here.')
+        : h(
+            'table',
+            { class: 'list', id: options.id },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                options.columns.map((c) => h('th', null, c.title)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              rows.map((row) =>
+                h(
+                  'tr',
+                  null,
+                  options.columns.map((c) => h('td', null, c.cell(row))),
+                ),
+              ),
+            ),
+          ),
+      h(
+        'div',
+        { class: 'pager' },
+        tokens.length > 0 ? link(pageLink(tokens.slice(0, -1)), '← Newer') : null,
+        page.next_page_token ? link(pageLink([...tokens, page.next_page_token]), 'Older →') : null,
+      ),
+    );
+  } catch (error) {
+    replace(body, errorBox(error));
+  }
+}
+
+interface Stored {
+  id: string;
+  name: string;
+  description?: string | null;
+  updated: Stamp;
+  tags?: string[];
+}
+
+function dataNav(active: string): HTMLElement {
+  const item = (hash: string, text: string) =>
+    h(
+      'a',
+      { href: hash, class: active === text ? 'active' : '', 'aria-current': active === text ? 'page' : null },
+      text,
+    );
+  return h(
+    'nav',
+    { class: 'subnav', 'aria-label': 'Data' },
+    item('#/data/datastores', 'Datastores'),
+    item('#/data/files', 'Files'),
+    item('#/data/reports', 'Reports'),
+    item('#/data/audit', 'Audit log'),
+  );
+}
+
+function datastoresPage(params: URLSearchParams): Promise<void> {
+  return pagedList<Stored>({
+    active: 'Data',
+    title: 'Datastores',
+    path: '/v2/datastores',
+    key: 'datastores',
+    params,
+    base: '#/data/datastores',
+    extra: { workspace },
+    filters: dataNav('Datastores'),
+    id: 'datastores',
+    columns: [
+      { title: 'Name', cell: (d) => link(`#/data/datastores/${encodeURIComponent(d.id)}`, d.name) },
+      { title: 'Tags', cell: (d) => (d.tags ?? []).join(' ') },
+      { title: 'Updated', cell: (d) => when(d.updated) },
+    ],
+  });
+}
+
+const PREVIEW_ROWS = 50;
+
+async function datastorePage(id: string, params: URLSearchParams): Promise<void> {
+  const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
+  await frame('Data', h('div', null, dataNav('Datastores'), body));
+  try {
+    const { datastore } = await call<{ datastore: Stored & { data: unknown } }>(
+      'GET',
+      `/v2/datastores/${encodeURIComponent(id)}${query({ workspace })}`,
+    );
+    const data = datastore.data;
+    let preview: Child;
+    if (Array.isArray(data) && data.length > 0 && data.every(Array.isArray)) {
+      // Rows of cells, the first the headings: shown PREVIEW_ROWS at a time.
+      const [heading, ...rest] = data as unknown[][];
+      const from = Math.max(0, Number(params.get('from') ?? 0) || 0);
+      const slice = rest.slice(from, from + PREVIEW_ROWS);
+      const at = (n: number) => `#/data/datastores/${encodeURIComponent(id)}?from=${n}`;
+      const cell = (value: unknown) =>
+        typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value ?? '');
+      preview = [
+        h(
+          'table',
+          { class: 'list', id: 'datastore-table' },
+          h(
+            'thead',
+            null,
+            h(
+              'tr',
+              null,
+              heading!.map((v) => h('th', null, cell(v))),
+            ),
+          ),
+          h(
+            'tbody',
+            null,
+            slice.map((row) =>
+              h(
+                'tr',
+                null,
+                row.map((v) => h('td', null, cell(v))),
+              ),
+            ),
+          ),
+        ),
+        h(
+          'div',
+          { class: 'pager' },
+          h(
+            'span',
+            { class: 'note' },
+            `Rows ${rest.length ? from + 1 : 0}–${from + slice.length} of ${rest.length}`,
+          ),
+          from > 0 ? link(at(Math.max(0, from - PREVIEW_ROWS)), '← Previous') : null,
+          from + PREVIEW_ROWS < rest.length ? link(at(from + PREVIEW_ROWS), 'Next →') : null,
+        ),
+      ];
+    } else {
+      preview = h('pre', { id: 'datastore-json' }, pretty(data));
+    }
+    replace(
+      body,
+      h('h1', null, datastore.name),
+      datastore.description ? h('p', { class: 'note' }, datastore.description) : null,
+      h('p', { class: 'ids' }, h('code', null, datastore.id), ' · updated ', when(datastore.updated)),
+      section('Data', preview),
+    );
+  } catch (error) {
+    replace(body, errorBox(error));
+  }
+}
+
+/** An address the API handed out (absolute, with the service's public URL) as a path on this origin. */
+const onThisOrigin = (url: string) => {
+  const parsed = new URL(url, location.origin);
+  return parsed.pathname + parsed.search;
+};
+
+function filesPage(params: URLSearchParams): Promise<void> {
+  return pagedList<Stored & { content_type: string; size: number; url: string }>({
+    active: 'Data',
+    title: 'Files',
+    path: '/v2/files',
+    key: 'files',
+    params,
+    base: '#/data/files',
+    extra: { workspace },
+    filters: dataNav('Files'),
+    id: 'files',
+    columns: [
+      { title: 'Name', cell: (f) => f.name },
+      { title: 'Type', cell: (f) => f.content_type },
+      { title: 'Size', cell: (f) => `${f.size.toLocaleString('en-US')} bytes` },
+      { title: 'Updated', cell: (f) => when(f.updated) },
+      { title: '', cell: (f) => h('a', { href: onThisOrigin(f.url), download: f.name }, 'Download') },
+    ],
+  });
+}
+
+function reportsPage(params: URLSearchParams): Promise<void> {
+  return pagedList<Stored & { relative_url: string }>({
+    active: 'Data',
+    title: 'Reports',
+    path: '/v2/reports',
+    key: 'reports',
+    params,
+    base: '#/data/reports',
+    extra: { workspace },
+    filters: dataNav('Reports'),
+    id: 'reports',
+    columns: [
+      {
+        title: 'Name',
+        cell: (r) =>
+          h('a', { href: onThisOrigin(r.relative_url), target: '_blank', rel: 'noopener' }, r.name),
+      },
+      { title: 'Tags', cell: (r) => (r.tags ?? []).join(' ') },
+      { title: 'Updated', cell: (r) => when(r.updated) },
+    ],
+  });
+}
+
+interface AuditEntry {
+  id: string;
+  created: Stamp;
+  activity: string;
+  operation: string;
+  source: string;
+  status: string;
+  entity_type: string;
+  entity_name: string | null;
+  user_email: string;
+}
+
+function auditPage(params: URLSearchParams): Promise<void> {
+  const start = params.get('start') ?? '';
+  const end = params.get('end') ?? '';
+  const filters = h(
+    'div',
+    null,
+    dataNav('Audit log'),
+    h(
+      'form',
+      {
+        class: 'filters',
+        on: {
+          submit: (event) => {
+            event.preventDefault();
+            const data = new FormData(event.target as HTMLFormElement);
+            const next = new URLSearchParams();
+            for (const [key, value] of data) if (value) next.set(key, String(value));
+            go(`#/data/audit?${next.toString()}`);
+          },
+        },
+      },
+      field('From', h('input', { type: 'date', name: 'start', value: start })),
+      field('To', h('input', { type: 'date', name: 'end', value: end })),
+      h('button', { type: 'submit' }, 'Filter'),
+    ),
+  );
+  return pagedList<AuditEntry>({
+    active: 'Data',
+    title: 'Audit log',
+    path: '/v2/audit_logs',
+    key: 'audit_logs',
+    params,
+    base: '#/data/audit',
+    extra: { start: start && apiDay(start), end: end && apiDay(end) },
+    filters,
+    id: 'audit',
+    columns: [
+      { title: 'When', cell: (a) => when(a.created) },
+      { title: 'Who', cell: (a) => a.user_email },
+      { title: 'What', cell: (a) => a.activity },
+      { title: 'Operation', cell: (a) => a.operation },
+      { title: 'Source', cell: (a) => a.source },
+      { title: 'Status', cell: (a) => badge(a.status) },
+    ],
+  });
+}
+
 // ---- Routing -----------------------------------------------------------------------------------
 
 async function route(): Promise<void> {
@@ -1567,6 +1915,11 @@ async function route(): Promise<void> {
   if (parts[0] === 'workflows' && parts[1]) return workflowPage(parts[1]);
   if (parts[0] === 'runs' && parts[1] && parts[2]) return runPage(parts[1], parts[2]);
   if (parts[0] === 'runs') return runsPage(params);
+  if (parts[0] === 'data' && parts[1] === 'datastores' && parts[2]) return datastorePage(parts[2], params);
+  if (parts[0] === 'data' && parts[1] === 'files') return filesPage(params);
+  if (parts[0] === 'data' && parts[1] === 'reports') return reportsPage(params);
+  if (parts[0] === 'data' && parts[1] === 'audit') return auditPage(params);
+  if (parts[0] === 'data') return datastoresPage(params);
   if (parts[0] === 'templates' && parts[1] === 'new') return newTemplatePage(params);
   if (parts[0] === 'templates' && parts[1]) return templatePage(parts[1]);
   if (parts[0] === 'templates') return templatesPage();
