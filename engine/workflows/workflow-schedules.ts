@@ -72,6 +72,8 @@ export interface ScheduleLine {
   workflowId: string;
   note: string;
   paused: boolean;
+  /** When it fires next, soonest first (read with `state`; the listing leaves it out). */
+  nextActionTimes?: Date[];
 }
 
 /** The Temporal Schedules of TIME_BASED workflows, behind an interface so api/ stays SDK-free. */
@@ -260,8 +262,13 @@ export function temporalWorkflowSchedules(client: Client, taskQueue: string): Wo
     async state(workflowId) {
       return guarded(async () => {
         try {
-          const { state } = await client.schedule.getHandle(scheduleIdOf(workflowId)).describe();
-          return { workflowId, note: state.note ?? '', paused: state.paused };
+          const { state, info } = await client.schedule.getHandle(scheduleIdOf(workflowId)).describe();
+          return {
+            workflowId,
+            note: state.note ?? '',
+            paused: state.paused,
+            nextActionTimes: info.nextActionTimes,
+          };
         } catch (error) {
           if (error instanceof ScheduleNotFoundError) return null;
           throw error;

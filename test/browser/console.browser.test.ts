@@ -535,6 +535,66 @@ describe('the web console in headless Chromium', () => {
     }
   }, 120_000);
 
+  test('a schedule shows its next five firings; a webhook its URL with the key masked, and a copy button', async () => {
+    const [s, e] = [workerId(), workerId()];
+    const chain = [
+      { id: s, name: 'Start', type: 'STARTER', next: [e] },
+      { id: e, name: 'End', type: 'ENDER' },
+    ];
+    const scheduled = await h.store({
+      name: 'Weekday 07:00 Paris',
+      trigger_type: 'TIME_BASED',
+      trigger_config: { cron: '0 7 * * 1-5', timezone: 'Europe/Paris' },
+      trigger_enabled: true,
+      workers: chain,
+    });
+    const integration = await h.call('POST', '/v2/integrations', { name: 'Prices feed', type: 'WEBHOOK' });
+    expect(integration.statusCode).toBe(200);
+    const integrationId = integration.json().integration.id as string;
+    const hooked = await h.store({
+      name: 'On prices',
+      trigger_type: 'FILE_RECEIVED',
+      trigger_config: { integration_id: integrationId },
+      workers: chain,
+    });
+    const context = await launch();
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+    const page = await context.newPage();
+    const problems = watch(page);
+    await signIn(page);
+    await page.goto(`${origin}/console#/workflows/${scheduled.id}`);
+    await page.locator('#next-firings li').nth(4).waitFor();
+    const firings = await page.locator('#next-firings li').allTextContents();
+    expect(firings).toHaveLength(5);
+    for (const text of firings) {
+      // 07:00 in Paris is 05:00 or 06:00 UTC, Monday to Friday.
+      const at = new Date(text.replace(' UTC', 'Z').replace(' ', 'T'));
+      expect([5, 6]).toContain(at.getUTCHours());
+      expect(at.getUTCMinutes()).toBe(0);
+      expect([1, 2, 3, 4, 5]).toContain(at.getUTCDay());
+      expect(at.getTime()).toBeGreaterThan(Date.now());
+    }
+    await shot(page, '17-schedule');
+
+    await page.goto(`${origin}/console#/workflows/${hooked.id}`);
+    await page.locator('#webhook-url').waitFor();
+    await expect(page.locator('#webhook-url').textContent()).resolves.toBe(
+      `${origin}/v2/integrations/${integrationId}/webhook?key=••••••••`,
+    );
+    expect(await page.content()).not.toContain(h.account.key.auth_token);
+    await page.getByRole('button', { name: 'Copy URL' }).click();
+    await page.getByText(/^Copied/).waitFor();
+    const clip = await page.evaluate(() =>
+      (
+        globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+      ).navigator.clipboard.readText(),
+    );
+    expect(clip).toBe(`${origin}/v2/integrations/${integrationId}/webhook?key=YOUR_AUTH_TOKEN`);
+    expect(problems).toEqual([]);
+    // Its Temporal Schedule goes with it (the suites share one Temporal server).
+    expect((await h.call('DELETE', `/v2/workflows/${scheduled.id}`)).statusCode).toBe(200);
+  });
+
   /** A session's cookie and CSRF token, opened through the route the page uses. */
   async function session(who: TestAccount = h.account) {
     const res = await h.t.app.inject({

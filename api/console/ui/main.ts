@@ -341,17 +341,87 @@ async function workflowsPage(): Promise<void> {
 function triggerView(workflow: Workflow): HTMLElement {
   const config = workflow.trigger_config ?? {};
   const rows: Child[] = [h('dt', null, 'Type'), h('dd', null, workflow.trigger_type)];
+  const later = h('div', { 'aria-live': 'polite' });
   if (workflow.trigger_type === 'TIME_BASED') {
-    const cron = config.cron ?? config.cron_expression ?? config.schedule;
     rows.push(
       h('dt', null, 'Schedule'),
-      h('dd', null, h('code', null, typeof cron === 'string' ? cron : pretty(config))),
+      h('dd', null, h('code', null, String(config.cron ?? '')), ' · ', String(config.timezone ?? 'UTC')),
+    );
+    // The next firings as the scheduler computes them (time zone and pause included).
+    call<{ schedule: { paused: boolean; next_firings: string[] } }>(
+      'GET',
+      `/v2/workflows/${encodeURIComponent(workflow.id)}/schedule${query({ workspace })}`,
+    ).then(
+      ({ schedule }) =>
+        replace(
+          later,
+          h(
+            'h3',
+            null,
+            schedule.paused ? 'Next firings (paused: none will start until enabled)' : 'Next firings',
+          ),
+          h(
+            'ol',
+            { id: 'next-firings' },
+            schedule.next_firings.map((at) => h('li', null, when(at))),
+          ),
+        ),
+      (error: unknown) => replace(later, errorBox(error)),
+    );
+  } else if (workflow.trigger_type === 'FILE_RECEIVED' && typeof config.integration_id === 'string') {
+    const integrationId = config.integration_id;
+    rows.push(h('dt', null, 'Integration'), h('dd', null, h('code', null, integrationId)));
+    call<{ integration: { name: string; webhook_path: string | null } }>(
+      'GET',
+      `/v2/integrations/${encodeURIComponent(integrationId)}`,
+    ).then(
+      ({ integration }) => {
+        if (!integration.webhook_path) return;
+        const url = `${location.origin}${integration.webhook_path}`;
+        const copied = h('span', { 'aria-live': 'polite', class: 'note' });
+        replace(
+          later,
+          h('h3', null, `Webhook (${integration.name})`),
+          h(
+            'p',
+            null,
+            // The key is an auth token: never shown, only its place.
+            h('code', { id: 'webhook-url' }, `${url}?key=••••••••`),
+            ' ',
+            h(
+              'button',
+              {
+                type: 'button',
+                id: 'copy-webhook',
+                on: {
+                  click: () =>
+                    navigator.clipboard.writeText(`${url}?key=YOUR_AUTH_TOKEN`).then(
+                      () =>
+                        (copied.textContent =
+                          'Copied, with YOUR_AUTH_TOKEN where an API key’s auth token goes.'),
+                      () => (copied.textContent = 'The browser refused to copy.'),
+                    ),
+                },
+              },
+              'Copy URL',
+            ),
+            ' ',
+            copied,
+          ),
+          h(
+            'p',
+            { class: 'note' },
+            'Senders that can set headers send Authorization: Bearer SID:TOKEN instead of key.',
+          ),
+        );
+      },
+      (error: unknown) => replace(later, errorBox(error)),
     );
   } else if (Object.keys(config).length > 0) {
     rows.push(h('dt', null, 'Configuration'), h('dd', null, h('pre', null, pretty(config))));
   }
   rows.push(h('dt', null, 'Enabled'), h('dd', null, workflow.trigger_enabled ? 'yes' : 'no'));
-  return h('dl', { class: 'facts' }, rows);
+  return h('div', null, h('dl', { class: 'facts' }, rows), later);
 }
 
 async function workflowPage(id: string): Promise<void> {
