@@ -3,9 +3,11 @@ import type { ScheduledLaunchInput, ScheduledLaunchOutcome } from '../../engine/
 import type { TriggerActivities } from '../activities/trigger-activities';
 
 // Bounded retries (about five minutes): with the SKIP overlap policy a launcher that hangs on would
-// make the schedule skip its next firings.
+// make the schedule skip its next firings. The activity records and starts one run (well under a
+// second); a 15-second attempt timeout lets a launch whose worker process died (kill -9) be retried
+// on another within the minute, instead of holding the launcher past the next firing.
 const { launchScheduledRun } = proxyActivities<TriggerActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '15 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
