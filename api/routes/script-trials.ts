@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { WORKER_TEMPLATE, WORKER_TEMPLATE_ID_PREFIX } from '../../engine/kinds/worker-template';
 import type { Database } from '../../engine/platform/database';
-import { ServiceUnavailable } from '../../engine/platform/errors';
+import { NotFound, ServiceUnavailable } from '../../engine/platform/errors';
 import { recordAudit } from '../../engine/store/audit-trail';
 import { checkWorkspaceName } from '../../engine/store/entity-fields';
 import { findEntity } from '../../engine/store/entity-store';
@@ -67,6 +67,64 @@ const scriptTrialRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Wo
     const outcome = await workflows.tryScript({ ...trial, principal: actor.principal, workspace });
     return { trial: outcome };
   }
+
+  app.get(
+    '/worker_templates/:id/versions',
+    {
+      config: { auditEntity: 'WorkerTemplate' },
+      schema: {
+        tags,
+        summary: 'The published versions of a worker template, newest first (extension)',
+        description:
+          'Extension: each version whose code changed, with its runtime and when it was published; with ' +
+          '`version`, that one version with its `script`. Kept since this service version; a template ' +
+          'published earlier starts with the version it had then.',
+        params: Type.Object({ id: EntityId(WORKER_TEMPLATE_ID_PREFIX) }),
+        querystring: Type.Object({
+          version: Type.Optional(Type.Integer({ minimum: 1, description: 'One version, with its script.' })),
+        }),
+        response: {
+          200: Type.Object({
+            versions: Type.Array(
+              Type.Object({
+                version: Type.Integer(),
+                script_runtime: Type.Union([Type.String(), Type.Null()]),
+                published: Type.String({ description: 'ISO 8601, UTC.' }),
+                script: Type.Optional(Type.String()),
+              }),
+            ),
+          }),
+          ...errorResponses(404),
+        },
+      },
+    },
+    async (request) => {
+      const template = await findEntity(db, request.principal!.accountId, WORKER_TEMPLATE, request.params.id);
+      const q = db('worker_template_versions')
+        .where({ account_id: template.accountId, template_id: template.id })
+        .orderBy('version', 'desc');
+      const one = request.query.version;
+      const rows = (await (one === undefined
+        ? q.select('version', 'script_runtime', 'published_at')
+        : q.where({ version: one }).select('version', 'script_runtime', 'published_at', 'script'))) as Array<{
+        version: number;
+        script_runtime: string | null;
+        published_at: Date;
+        script?: string;
+      }>;
+      if (one !== undefined && rows.length === 0) {
+        throw new NotFound(`Worker template ${template.id} has no version ${one} on record.`);
+      }
+      return {
+        versions: rows.map((row) => ({
+          version: row.version,
+          script_runtime: row.script_runtime,
+          published: row.published_at.toISOString(),
+          ...(row.script !== undefined ? { script: row.script } : {}),
+        })),
+      };
+    },
+  );
 
   app.post(
     '/worker_templates/try',

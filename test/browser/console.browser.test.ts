@@ -329,6 +329,12 @@ describe('the web console in headless Chromium', () => {
     await page.locator('#publish-status', { hasText: 'Published version 2.' }).waitFor();
     const republished = await h.call('GET', `/v2/worker_templates/${id}`);
     expect(republished.json().worker_template.script).toContain('version: 2');
+    // Its versions: both, newest first; the first one's code opens beside the list.
+    await page.locator('#versions li').nth(1).waitFor();
+    expect(await page.locator('#versions button').allTextContents()).toEqual(['Version 2', 'Version 1']);
+    await page.locator('#versions button', { hasText: 'Version 1' }).click();
+    await expect(page.locator('#version-code pre').textContent()).resolves.toContain('<b>scaling</b>');
+    await shot(page, '12-template-versions');
     const after = await h
       .db('workflow_executions')
       .where({ account_id: h.account.accountId })
@@ -341,7 +347,7 @@ describe('the web console in headless Chromium', () => {
     await page.locator('#template-code .cm-content').waitFor();
     expect(await page.locator('#template-code .cm-content').getAttribute('contenteditable')).toBe('false');
     await page.getByRole('link', { name: 'Start a template of your own from it' }).waitFor();
-    await shot(page, '12-template-builtin');
+    await shot(page, '12b-template-builtin');
     expect(problems).toEqual([]);
   }, 120_000);
 

@@ -35,6 +35,7 @@ describe('migrations', () => {
         '20261126010000_user_cache',
         '20261126030000_market_generation',
         '20261128000000_console_sessions',
+        '20261128010000_template_versions',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -55,6 +56,7 @@ describe('migrations', () => {
         { name: '20261126010000_user_cache' },
         { name: '20261126030000_market_generation' },
         { name: '20261128000000_console_sessions' },
+        { name: '20261128010000_template_versions' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

@@ -1505,6 +1505,10 @@ async function templatePage(id: string): Promise<void> {
                     t = { ...t, ...saved, script: editor.text() };
                     replace(status, h('span', { class: 'note' }, `Published version ${saved.version}.`));
                     replace(versionText, String(saved.version));
+                    document
+                      .getElementById('versions')
+                      ?.closest('section')
+                      ?.dispatchEvent(new Event('pas:published'));
                   },
                   (error: unknown) => replace(status, errorBox(error)),
                 );
@@ -1542,6 +1546,7 @@ async function templatePage(id: string): Promise<void> {
       ? section('Environment build log', h('pre', { id: 'build-log' }, t.environment.build_log_tail))
       : null,
     section('Code', editor.element, publish),
+    versionsSection(t.id),
     t.form_inputs && t.form_inputs.length
       ? section('Form inputs', h('pre', null, pretty(t.form_inputs)))
       : null,
@@ -1557,6 +1562,57 @@ async function templatePage(id: string): Promise<void> {
           };
     }),
   );
+}
+
+/** The template's published versions, newest first; one opens read-only beside the list. */
+function versionsSection(id: string): HTMLElement {
+  const list = h('ol', { class: 'versions', id: 'versions' });
+  const shown = h('div', { 'aria-live': 'polite', id: 'version-code' });
+  const load = () =>
+    call<{ versions: Array<{ version: number; script_runtime: string | null; published: string }> }>(
+      'GET',
+      `/v2/worker_templates/${encodeURIComponent(id)}/versions`,
+    ).then(
+      ({ versions }) =>
+        replace(
+          list,
+          versions.map((v) =>
+            h(
+              'li',
+              null,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  'data-version': String(v.version),
+                  on: {
+                    click: () =>
+                      call<{ versions: Array<{ version: number; script?: string }> }>(
+                        'GET',
+                        `/v2/worker_templates/${encodeURIComponent(id)}/versions${query({ version: v.version })}`,
+                      ).then(
+                        ({ versions: [one] }) =>
+                          replace(
+                            shown,
+                            h('h3', null, `Version ${v.version}`),
+                            h('pre', { class: 'code' }, one?.script ?? ''),
+                          ),
+                        (error: unknown) => replace(shown, errorBox(error)),
+                      ),
+                  },
+                },
+                `Version ${v.version}`,
+              ),
+              ` · ${v.script_runtime ?? ''} · published ${when(v.published)}`,
+            ),
+          ),
+        ),
+      (error: unknown) => replace(list, errorBox(error)),
+    );
+  void load();
+  const section_ = section('Versions', list, shown);
+  section_.addEventListener('pas:published', () => void load());
+  return section_;
 }
 
 const STARTER_CODE: Record<string, string> = {
