@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { createOAuthClient } from '../../engine/identity/account-store';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import { publishBuiltinTemplates } from '../../engine/worker-templates/builtin-templates';
 import { testChromium } from '../support/chromium';
@@ -612,6 +613,42 @@ describe('the web console in headless Chromium', () => {
     const cookie = /pas_console=([^;]+)/.exec(String(res.headers['set-cookie']))![1]!;
     return { cookie: `pas_console=${cookie}`, token: cookie, csrf: res.json().csrf_token as string };
   }
+
+  test('an OAuth client signs in too; its revocation ends the session; a wrong secret or mixed fields are refused', async () => {
+    const client = await createOAuthClient(h.db, { accountId: h.account.accountId, name: 'console probe' });
+    const context = await launch();
+    const page = await context.newPage();
+    await page.goto(`${origin}/console`);
+    await page.getByRole('button', { name: 'OAuth client' }).click();
+    await page.getByLabel('Client id').fill(client.client_id);
+    await page.getByLabel('Client secret').fill(client.client_secret);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Workflows' }).waitFor();
+    const cookie = (await context.cookies())[0]!;
+    const ask = () =>
+      h.t.app.inject({
+        method: 'GET',
+        url: '/v2/workflows',
+        headers: { cookie: `pas_console=${cookie.value}` },
+      });
+    expect((await ask()).statusCode).toBe(200);
+    const login = await h
+      .db('audit_logs')
+      .where({ account_id: h.account.accountId, operation: 'LOGIN', credential_id: client.client_id })
+      .first();
+    expect(login).toMatchObject({ source: 'PLATFORM', entity_type: 'UserEvent' });
+    await h.db('oauth_clients').where({ client_id: client.client_id }).update({ revoked_at: h.db.fn.now() });
+    expect((await ask()).statusCode).toBe(401);
+    for (const payload of [
+      { client_id: client.client_id, client_secret: 'wrong' },
+      { sid: h.account.key.account_sid, token: h.account.key.auth_token, client_id: client.client_id },
+      { sid: h.account.key.account_sid },
+    ]) {
+      const res = await h.t.app.inject({ method: 'POST', url: '/console/session', payload });
+      expect([400, 401]).toContain(res.statusCode);
+      expect(res.headers['set-cookie']).toBeUndefined();
+    }
+  });
 
   test('a change without the session’s CSRF token is refused and changes nothing; with it, it is made', async () => {
     const s = await session();
