@@ -43,7 +43,8 @@ describe('the web console in headless Chromium', () => {
     await h?.close();
   });
 
-  async function launch(viewport = { width: 1280, height: 800 }) {
+  /** A fresh browser with an empty profile; `bypassCSP` only for a test that injects its own script. */
+  async function launch(viewport = { width: 1280, height: 800 }, bypassCSP = false) {
     const profile = mkdtempSync(path.join(os.tmpdir(), 'pas-console-'));
     profiles.push(profile);
     const context = await chromium.launchPersistentContext(profile, {
@@ -51,6 +52,7 @@ describe('the web console in headless Chromium', () => {
       headless: true,
       args: browser.args,
       viewport,
+      bypassCSP,
     });
     contexts.push(context);
     return context;
@@ -490,16 +492,7 @@ describe('the web console in headless Chromium', () => {
       { width: 390, height: 844 },
     ]) {
       // axe is injected as a script of the test's own: this context alone lets it past the page's CSP.
-      const profile = mkdtempSync(path.join(os.tmpdir(), 'pas-console-'));
-      profiles.push(profile);
-      const context = await chromium.launchPersistentContext(profile, {
-        executablePath: browser.executablePath,
-        headless: true,
-        args: browser.args,
-        viewport,
-        bypassCSP: true,
-      });
-      contexts.push(context);
+      const context = await launch(viewport, true);
       const page = await context.newPage();
       const check = async (name: string) => {
         await page.addScriptTag({ content: axe });

@@ -23,7 +23,7 @@ import { dayNumber, formatDay } from '../../calc/market-data';
 import type { CalcSecurity } from '../../calc/calculation-request';
 import { fixtureMarket } from './support/fixture-market';
 import { fxMarket } from './support/fx-market';
-import { bookScenario, scenario } from './support/scenarios';
+import { bookScenario, scenario, worstRelative } from './support/scenarios';
 
 const SETS = ['ev', 'cvarNeg', 'cvarPos', 'var'] as const;
 const CASES: [string, Scenario, SimulationOptions][] = [
@@ -63,15 +63,6 @@ function expectBitwise(actual: SimulationResult, expected: SimulationResult): vo
     expect(actual[set]?.portfolio).toBe(expected[set]?.portfolio);
     expect(Array.from(actual[set]?.means ?? [])).toEqual(Array.from(expected[set]?.means ?? []));
   }
-}
-
-/** Largest |a − b| over an array, relative to the array's largest |b| (components can cancel to ~0). */
-function worstRelative(actual: Float64Array, expected: Float64Array): number {
-  let scale = 0;
-  for (const v of expected) scale = Math.max(scale, Math.abs(v));
-  let worst = 0;
-  for (let i = 0; i < expected.length; i++) worst = Math.max(worst, Math.abs(actual[i]! - expected[i]!));
-  return worst / scale;
 }
 
 const references = CASES.map(([, s, o]) => simulate(s, o));

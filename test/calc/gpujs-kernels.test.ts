@@ -27,7 +27,7 @@ import { prepareRiskAttribution } from '../../calc/risk-attribution';
 import type { Scenario, SimulationOptions, SimulationResult } from '../../calc/simulation';
 import { prepareStressTest } from '../../calc/stress-test';
 import { fxMarket } from './support/fx-market';
-import { bookScenario, scenario } from './support/scenarios';
+import { bookScenario, normalsScenario, scenario, worstRelative } from './support/scenarios';
 
 const MODES: GpuMode[] = ['cpu', 'webasm'];
 const SETS = ['ev', 'cvarNeg', 'cvarPos', 'var'] as const;
@@ -67,15 +67,7 @@ describe.each(MODES)('generator in gpu.js %s mode', (mode) => {
   test('the normals are the ones the wasm kernel itself draws (a one-factor book: L = expm1(0.01·z))', async () => {
     const seed = seedFromNumber(4);
     const scale = 0.01;
-    const book: Scenario = {
-      k: 1,
-      regimes: [{ probability: 1, mean: new Float64Array(1), root: Float64Array.from([scale]) }],
-      beta: Float64Array.from([1]),
-      residualSd: Float64Array.from([0]),
-      exposure: Float64Array.from([1]),
-      pinned: null,
-    };
-    const { loss } = new WasmKernel(book, seed).pass1(0, 2048);
+    const { loss } = new WasmKernel(normalsScenario(scale), seed).pass1(0, 2048);
     const { normals } = await drawOn(gpu, mode, seed, 2048, 0);
     loss.forEach((l, p) => expect(Math.abs(Math.log1p(l) / scale - normals[p]!)).toBeLessThan(1e-4));
   });
@@ -107,17 +99,6 @@ const CASES: [string, Scenario, SimulationOptions][] = [
 
 /** The cases with a quarter of the paths, for gpu.js's cpu mode (slow under jest's sandbox). */
 const CPU_CASES = CASES.map(([name, s, o]) => [name, s, { ...o, paths: Math.ceil(o.paths / 4) }] as const);
-
-/** Largest |a − b| over the entries `take` keeps, relative to the largest |b| of all (components can cancel to ~0). */
-function worstRelative(actual: Float64Array, expected: Float64Array, take: (i: number) => boolean): number {
-  let scale = 0;
-  for (const v of expected) scale = Math.max(scale, Math.abs(v));
-  let worst = 0;
-  for (let i = 0; i < expected.length; i++) {
-    if (take(i)) worst = Math.max(worst, Math.abs(actual[i]! - expected[i]!));
-  }
-  return worst / scale;
-}
 
 /**
  * The stated tolerance (docs/calculations.md, "The GPU's answers"): the same tail sets; portfolio

@@ -25,6 +25,7 @@ import {
 } from '../../calc/simulation';
 import { prepareStressTest } from '../../calc/stress-test';
 import { realMarket } from './support/market-csv';
+import { normalsScenario } from './support/scenarios';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -38,18 +39,6 @@ test('the committed kernel module is the build of calc/wasm/assembly/kernel.ts',
   });
   expect(out).toBe('');
 });
-
-/** One factor, one driver with β = 1 and no residual: L = expm1(s·z) per path, so z = log1p(L)/s. */
-function normalsScenario(scale: number): Scenario {
-  return {
-    k: 1,
-    regimes: [{ probability: 1, mean: new Float64Array(1), root: Float64Array.from([scale]) }],
-    beta: Float64Array.from([1]),
-    residualSd: Float64Array.from([0]),
-    exposure: Float64Array.from([1]),
-    pinned: null,
-  };
-}
 
 function drawNormals(paths: number, seed: number): Float64Array {
   const scale = 0.01;

@@ -4,7 +4,7 @@
  */
 import './styles.css';
 import { ApiError, call, query, type Session, useSession } from './api';
-import { type Child, h, millis, pretty, replace, seconds, type Stamp, when } from './dom';
+import { type Child, h, millis, pretty, type Props, replace, seconds, type Stamp, when } from './dom';
 import { workflowGraph, type WorkflowWorker } from './graph';
 
 interface Workflow {
@@ -111,6 +111,70 @@ function field(label: string, input: HTMLElement, hint?: HTMLElement | null): HT
 
 function section(title: string, ...children: Child[]): HTMLElement {
   return h('section', { class: 'card' }, h('h2', null, title), ...children);
+}
+
+interface Column<T> {
+  title: string;
+  cell: (row: T) => Child;
+}
+
+/** A list as a table: a heading per column, a row per item. */
+function listTable<T>(
+  rows: T[],
+  columns: Column<T>[],
+  options: { id?: string; row?: (item: T) => Props } = {},
+): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'list', id: options.id },
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        columns.map((c) => h('th', null, c.title)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      rows.map((item) =>
+        h(
+          'tr',
+          options.row?.(item) ?? null,
+          columns.map((c) => h('td', null, c.cell(item))),
+        ),
+      ),
+    ),
+  );
+}
+
+/** One workflow of the current workspace, with its workers. */
+async function getWorkflow(id: string): Promise<Workflow> {
+  return (
+    await call<{ workflow: Workflow }>(
+      'GET',
+      `/v2/workflows/${encodeURIComponent(id)}${query({ workspace })}`,
+    )
+  ).workflow;
+}
+
+/** One worker template, with its script and form inputs. */
+async function getTemplate(id: string): Promise<Template> {
+  return (await call<{ worker_template: Template }>('GET', `/v2/worker_templates/${encodeURIComponent(id)}`))
+    .worker_template;
+}
+
+/** A filter form's submit: its filled-in fields become the address's query (the page reads them there). */
+function filterTo(base: string): (event: Event) => void {
+  return (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [key, value] of new FormData(event.target as HTMLFormElement))
+      if (value) next.set(key, String(value));
+    go(`${base}?${next.toString()}`);
+  };
 }
 
 function go(hash: string): void {
@@ -302,36 +366,12 @@ async function workflowsPage(): Promise<void> {
     }
     replace(
       body,
-      h(
-        'table',
-        { class: 'list' },
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            h('th', null, 'Name'),
-            h('th', null, 'Trigger'),
-            h('th', null, 'Enabled'),
-            h('th', null, 'Updated'),
-          ),
-        ),
-        h(
-          'tbody',
-          null,
-          workflows.map((w) =>
-            h(
-              'tr',
-              null,
-              h('td', null, link(`#/workflows/${encodeURIComponent(w.id)}`, w.name)),
-              h('td', null, w.trigger_type),
-              h('td', null, w.trigger_enabled ? 'yes' : 'no'),
-              h('td', null, when(w.updated)),
-            ),
-          ),
-        ),
-      ),
+      listTable(workflows, [
+        { title: 'Name', cell: (w) => link(`#/workflows/${encodeURIComponent(w.id)}`, w.name) },
+        { title: 'Trigger', cell: (w) => w.trigger_type },
+        { title: 'Enabled', cell: (w) => (w.trigger_enabled ? 'yes' : 'no') },
+        { title: 'Updated', cell: (w) => when(w.updated) },
+      ]),
     );
   } catch (error) {
     replace(body, errorBox(error));
@@ -429,12 +469,7 @@ async function workflowPage(id: string): Promise<void> {
   await frame('Workflows', body);
   let workflow: Workflow;
   try {
-    workflow = (
-      await call<{ workflow: Workflow }>(
-        'GET',
-        `/v2/workflows/${encodeURIComponent(id)}${query({ workspace })}`,
-      )
-    ).workflow;
+    workflow = await getWorkflow(id);
   } catch (error) {
     replace(body, errorBox(error));
     return;
@@ -584,12 +619,7 @@ async function workflowFormPage(id: string | null): Promise<void> {
       await call<{ worker_templates: Template[] }>('GET', `/v2/worker_templates${query({ page_size: 100 })}`)
     ).worker_templates;
     if (id) {
-      existing = (
-        await call<{ workflow: Workflow }>(
-          'GET',
-          `/v2/workflows/${encodeURIComponent(id)}${query({ workspace })}`,
-        )
-      ).workflow;
+      existing = await getWorkflow(id);
     }
   } catch (error) {
     replace(body, errorBox(error));
@@ -617,10 +647,7 @@ async function workflowFormPage(id: string | null): Promise<void> {
   const loadInputs = async (templateId: string): Promise<FormInput[]> => {
     if (!templateId) return [];
     if (!formInputsOf.has(templateId)) {
-      const { worker_template: t } = await call<{ worker_template: Template }>(
-        'GET',
-        `/v2/worker_templates/${encodeURIComponent(templateId)}`,
-      );
+      const t = await getTemplate(templateId);
       formInputsOf.set(templateId, (t.form_inputs ?? []) as FormInput[]);
     }
     return formInputsOf.get(templateId)!;
@@ -928,15 +955,7 @@ async function runsPage(params: URLSearchParams): Promise<void> {
     'form',
     {
       class: 'filters',
-      on: {
-        submit: (event) => {
-          event.preventDefault();
-          const data = new FormData(event.target as HTMLFormElement);
-          const next = new URLSearchParams();
-          for (const [key, value] of data) if (value) next.set(key, String(value));
-          go(`#/runs?${next.toString()}`);
-        },
-      },
+      on: { submit: filterTo('#/runs') },
     },
     field('Workflow', workflowSelect),
     select('run_status', 'Status', ['RUNNING', 'SUCCEEDED', 'FAILED']),
@@ -1031,40 +1050,23 @@ async function runsPage(params: URLSearchParams): Promise<void> {
         table,
         page.workflow_executions.length === 0
           ? h('p', { class: 'note' }, 'No runs match.')
-          : h(
-              'table',
-              { class: 'list', id: 'runs' },
-              h(
-                'thead',
-                null,
-                h(
-                  'tr',
-                  null,
-                  ['Status', 'Workflow', 'Trigger', 'Started', 'Duration'].map((t) => h('th', null, t)),
-                ),
-              ),
-              h(
-                'tbody',
-                null,
-                page.workflow_executions.map((run) =>
-                  h(
-                    'tr',
-                    { 'data-run': run.id },
-                    h('td', null, badge(run.run_status)),
-                    h(
-                      'td',
-                      null,
-                      link(
-                        `#/runs/${encodeURIComponent(run.workflow_id)}/${encodeURIComponent(run.id)}`,
-                        run.workflow_name,
-                      ),
+          : listTable(
+              page.workflow_executions,
+              [
+                { title: 'Status', cell: (run) => badge(run.run_status) },
+                {
+                  title: 'Workflow',
+                  cell: (run) =>
+                    link(
+                      `#/runs/${encodeURIComponent(run.workflow_id)}/${encodeURIComponent(run.id)}`,
+                      run.workflow_name,
                     ),
-                    h('td', null, run.trigger),
-                    h('td', null, when(run.started ?? run.created)),
-                    h('td', null, seconds(run.duration)),
-                  ),
-                ),
-              ),
+                },
+                { title: 'Trigger', cell: (run) => run.trigger },
+                { title: 'Started', cell: (run) => when(run.started ?? run.created) },
+                { title: 'Duration', cell: (run) => seconds(run.duration) },
+              ],
+              { id: 'runs', row: (run) => ({ 'data-run': run.id }) },
             ),
         h(
           'div',
@@ -1307,35 +1309,14 @@ async function templatesPage(): Promise<void> {
     );
     replace(
       body,
-      h(
-        'table',
-        { class: 'list' },
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            ['Name', 'Type', 'Runtime', 'Category', 'Environment', 'Updated'].map((t) => h('th', null, t)),
-          ),
-        ),
-        h(
-          'tbody',
-          null,
-          templates.map((t) =>
-            h(
-              'tr',
-              null,
-              h('td', null, link(`#/templates/${encodeURIComponent(t.id)}`, t.name)),
-              h('td', null, t.type),
-              h('td', null, t.script_runtime),
-              h('td', null, t.category),
-              h('td', null, badge(t.container_status)),
-              h('td', null, when(t.updated)),
-            ),
-          ),
-        ),
-      ),
+      listTable(templates, [
+        { title: 'Name', cell: (t) => link(`#/templates/${encodeURIComponent(t.id)}`, t.name) },
+        { title: 'Type', cell: (t) => t.type },
+        { title: 'Runtime', cell: (t) => t.script_runtime },
+        { title: 'Category', cell: (t) => t.category },
+        { title: 'Environment', cell: (t) => badge(t.container_status) },
+        { title: 'Updated', cell: (t) => when(t.updated) },
+      ]),
     );
   } catch (error) {
     replace(body, errorBox(error));
@@ -1464,8 +1445,7 @@ async function templatePage(id: string): Promise<void> {
   await frame('Templates', body);
   let t: Template;
   try {
-    t = (await call<{ worker_template: Template }>('GET', `/v2/worker_templates/${encodeURIComponent(id)}`))
-      .worker_template;
+    t = await getTemplate(id);
   } catch (error) {
     replace(body, errorBox(error));
     return;
@@ -1641,9 +1621,7 @@ async function newTemplatePage(params: URLSearchParams): Promise<void> {
   const fromId = params.get('from');
   if (fromId) {
     try {
-      from = (
-        await call<{ worker_template: Template }>('GET', `/v2/worker_templates/${encodeURIComponent(fromId)}`)
-      ).worker_template;
+      from = await getTemplate(fromId);
     } catch (error) {
       replace(body, errorBox(error));
       return;
@@ -1714,11 +1692,6 @@ async function newTemplatePage(params: URLSearchParams): Promise<void> {
 
 // ---- Data (read-only) ---------------------------------------------------------------------------
 
-interface Column<T> {
-  title: string;
-  cell: (row: T) => Child;
-}
-
 /**
  * A paged list of one resource, newest first, with the API's page tokens kept in the address
  * (`pages`: the tokens of the pages before this one), so Back and a reload keep the page.
@@ -1755,30 +1728,7 @@ async function pagedList<T>(options: {
       body,
       rows.length === 0
         ? h('p', { class: 'note' }, 'Nothing here.')
-        : h(
-            'table',
-            { class: 'list', id: options.id },
-            h(
-              'thead',
-              null,
-              h(
-                'tr',
-                null,
-                options.columns.map((c) => h('th', null, c.title)),
-              ),
-            ),
-            h(
-              'tbody',
-              null,
-              rows.map((row) =>
-                h(
-                  'tr',
-                  null,
-                  options.columns.map((c) => h('td', null, c.cell(row))),
-                ),
-              ),
-            ),
-          ),
+        : listTable(rows, options.columns, { id: options.id }),
       h(
         'div',
         { class: 'pager' },
@@ -1980,15 +1930,7 @@ function auditPage(params: URLSearchParams): Promise<void> {
       'form',
       {
         class: 'filters',
-        on: {
-          submit: (event) => {
-            event.preventDefault();
-            const data = new FormData(event.target as HTMLFormElement);
-            const next = new URLSearchParams();
-            for (const [key, value] of data) if (value) next.set(key, String(value));
-            go(`#/data/audit?${next.toString()}`);
-          },
-        },
+        on: { submit: filterTo('#/data/audit') },
       },
       field('From', h('input', { type: 'date', name: 'start', value: start })),
       field('To', h('input', { type: 'date', name: 'end', value: end })),

@@ -62,3 +62,33 @@ export function bookScenario(k: number, drivers: number, pinned: boolean, option
     },
   };
 }
+
+/** One factor, one driver with β = 1 and no residual: L = expm1(s·z) per path, so z = log1p(L)/s. */
+export function normalsScenario(scale: number): Scenario {
+  return {
+    k: 1,
+    regimes: [{ probability: 1, mean: new Float64Array(1), root: Float64Array.from([scale]) }],
+    beta: Float64Array.from([1]),
+    residualSd: Float64Array.from([0]),
+    exposure: Float64Array.from([1]),
+    pinned: null,
+  };
+}
+
+/**
+ * Largest |a − b| over the entries `take` keeps (all by default), relative to the largest |b| of
+ * all (components can cancel to ~0).
+ */
+export function worstRelative(
+  actual: Float64Array,
+  expected: Float64Array,
+  take: (i: number) => boolean = () => true,
+): number {
+  let scale = 0;
+  for (const v of expected) scale = Math.max(scale, Math.abs(v));
+  let worst = 0;
+  for (let i = 0; i < expected.length; i++) {
+    if (take(i)) worst = Math.max(worst, Math.abs(actual[i]! - expected[i]!));
+  }
+  return worst / scale;
+}
