@@ -6,8 +6,10 @@ export class CalcInputError extends Error {
   constructor(
     readonly parameter: string,
     message: string,
+    /** The message is whole as given (it names the parameter itself). */
+    whole = false,
   ) {
-    super(`${parameter}: ${message}`);
+    super(whole ? message : `${parameter}: ${message}`);
     this.name = 'CalcInputError';
   }
 }

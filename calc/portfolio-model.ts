@@ -103,7 +103,7 @@ const NOT_MODELLED: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** What a security is, before any market data (§9). */
-interface Classified {
+export interface Classified {
   readonly type: InstrumentType;
   readonly currency: string;
   readonly option: OptionSymbol | null;
@@ -111,7 +111,8 @@ interface Classified {
   readonly driverSymbol: string | null;
 }
 
-function classify(security: CalcSecurity, i: number, base: string, market: SeriesSource): Classified {
+/** §9's classification of `securities[i]`; a position the model cannot price is refused naming it. */
+export function classify(security: CalcSecurity, i: number, base: string, market: SeriesSource): Classified {
   const reference = market as ReferenceSource;
   const attributes = reference.attributes?.(security.symbol) ?? {};
   const type = instrumentTypeOf(security.symbol, attributes);
@@ -148,7 +149,7 @@ function classify(security: CalcSecurity, i: number, base: string, market: Serie
 }
 
 /** The pairs whose series give CCY→base: direct, inverse, and both legs through USD (§9). */
-function fxRouteSymbols(currency: string, base: string): string[] {
+export function fxRouteSymbols(currency: string, base: string): string[] {
   return [
     `FX:${currency}${base}`,
     `FX:${base}${currency}`,
@@ -161,15 +162,21 @@ function fxRouteSymbols(currency: string, base: string): string[] {
 
 /**
  * Window log-returns of the rate CCY→base (§9, §10): `FX:CCYBASE`, else the negated returns of
- * `FX:BASECCY`, else the sum of the two legs through USD (each direct or negated). Null when no route
- * has enough returns.
+ * `FX:BASECCY`, else the sum of the two legs through USD (each direct or negated). `returnsOf` gives
+ * a pair's window returns when it has enough of them; the sum through USD needs `minPresent`. Null
+ * when no route has enough returns.
  */
-function fxReturns(window: MarketWindow, currency: string, base: string): Float64Array | null {
+export function fxRouteReturns(
+  returnsOf: (symbol: string) => Float64Array | undefined,
+  currency: string,
+  base: string,
+  minPresent: number = MIN_RETURNS,
+): Float64Array | null {
   const leg = (from: string, to: string): Float64Array | null => {
     if (from === to) return null;
-    const direct = window.returns.get(`FX:${from}${to}`);
+    const direct = returnsOf(`FX:${from}${to}`);
     if (direct !== undefined) return direct;
-    const inverse = window.returns.get(`FX:${to}${from}`);
+    const inverse = returnsOf(`FX:${to}${from}`);
     return inverse === undefined ? null : inverse.map((r) => -r);
   };
   const single = leg(currency, base);
@@ -179,7 +186,7 @@ function fxReturns(window: MarketWindow, currency: string, base: string): Float6
   const fromUsd = leg('USD', base);
   if (toUsd === null || fromUsd === null) return null;
   const sum = toUsd.map((r, t) => r + fromUsd[t]!);
-  return countPresent(sum) >= MIN_RETURNS ? sum : null;
+  return countPresent(sum) >= minPresent ? sum : null;
 }
 
 /** Estimation choices beyond the common request: parametric `historical_days` and `exponential_decay` (§17). */
@@ -234,7 +241,7 @@ export function preparePortfolio(
   const fxSymbol = (currency: string) => `FX:${currency}${base}`;
   const driverReturns = new Map(window.returns);
   for (const currency of foreign) {
-    const returns = fxReturns(window, currency, base);
+    const returns = fxRouteReturns((symbol) => window.returns.get(symbol), currency, base);
     if (returns !== null) driverReturns.set(fxSymbol(currency), returns);
     else driverReturns.delete(fxSymbol(currency));
   }

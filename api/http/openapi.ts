@@ -108,15 +108,28 @@ function documentRequired(document: OpenApiDocument): OpenApiDocument {
 /** No object key named `__proto__`, in a schema's own words. */
 const NOT_PROTO = { not: { const: '__proto__' } };
 
+const JSON_VALUE_REF = '#/components/schemas/JsonValue';
+/** Any JSON value without a `__proto__` key at any depth: what a free-form value may hold. */
+const JsonValue = {
+  title: 'JsonValue',
+  description: 'Any JSON value; no object in it has a key named __proto__.',
+  propertyNames: NOT_PROTO,
+  additionalProperties: { $ref: JSON_VALUE_REF },
+  items: { $ref: JSON_VALUE_REF },
+};
+const COMPOSED = ['$ref', 'anyOf', 'allOf', 'oneOf', 'const', 'enum', 'not'];
+
 /**
  * The JSON body parser refuses a key named `__proto__` at any depth (prototype poisoning): "Request
  * body is not valid JSON". The document states it on every object of a JSON request body (and in
- * the named schemas those bodies refer to, StorableJson), so a body it accepts is one the parser
- * reads. Only the served document carries it: the parser has refused such a body before any
+ * the named schemas those bodies refer to, StorableJson), and a free-form value (an object's extra
+ * keys, an ignored field of any shape) is a JsonValue, the same rule at every depth: so a body it
+ * accepts is one the parser reads. Only the served document carries it: the parser has refused such a body before any
  * schema runs.
  */
 function noProtoKeys(document: OpenApiDocument): OpenApiDocument {
-  const seen = new Set<object>();
+  // JsonValue states the rule itself.
+  const seen = new Set<object>([JsonValue]);
   const guard = (node: unknown): void => {
     if (node === null || typeof node !== 'object' || seen.has(node)) return;
     seen.add(node);
@@ -131,14 +144,23 @@ function noProtoKeys(document: OpenApiDocument): OpenApiDocument {
       return;
     }
     const types = [schema.type].flat();
+    const anyShape = schema.type === undefined && !COMPOSED.some((key) => key in schema);
     if (schema.type === undefined || types.includes('object')) {
       schema.propertyNames =
         schema.propertyNames === undefined ? NOT_PROTO : { allOf: [schema.propertyNames, NOT_PROTO] };
+      // A free-form value (an extra key's, an ignored field's) may hold objects at any depth.
+      if (schema.additionalProperties === undefined || schema.additionalProperties === true) {
+        schema.additionalProperties = { $ref: JSON_VALUE_REF };
+      }
+    }
+    if ((anyShape || types.includes('array')) && (schema.items === undefined || schema.items === true)) {
+      schema.items = { $ref: JSON_VALUE_REF };
     }
     for (const key of ['items', 'additionalProperties']) guard(schema[key]);
     for (const key of ['anyOf', 'allOf', 'oneOf', 'prefixItems']) guard(schema[key]);
     for (const inner of Object.values((schema.properties ?? {}) as Record<string, unknown>)) guard(inner);
   };
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, JsonValue } };
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       guard(operation.requestBody?.content?.['application/json']?.schema);

@@ -2,15 +2,28 @@ import { Type } from '@sinclair/typebox';
 import { clientNamed, resourceKind } from '../store/resource-kind';
 import { CurrencyCode, Name, StoredObject } from '../store/field-schemas';
 
-const INSTRUMENT_TYPE_REQUIRED =
-  'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.';
+/**
+ * The values everysk-lib's PrivateSecurity.instrument_type accepts (a choice field): stored and shown as
+ * sent, beside the interface's upper-case types (docs/clients.md).
+ */
+export const CLIENT_INSTRUMENT_TYPES = ['PrivateFixedIncome', 'PrivateCustomIndex'] as const;
+
+const INSTRUMENT_TYPE_RULE =
+  'an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME, ' +
+  `or one of everysk-lib's ${CLIENT_INSTRUMENT_TYPES.join(' and ')}`;
+const INSTRUMENT_TYPE_REQUIRED = `type is required: ${INSTRUMENT_TYPE_RULE}.`;
 const DATA_REQUIRED = 'data is required: a JSON object (possibly empty).';
 
-/** The interface names EQUITY and FIXED_INCOME as examples of an open set: any upper-case word. */
+/**
+ * The interface names EQUITY and FIXED_INCOME as examples of an open set: any upper-case word, and
+ * the clients' own values.
+ */
 const InstrumentType = Type.String({
-  pattern: '^[A-Z][A-Z0-9_]{0,49}$',
-  'x-rule': 'an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME',
-  description: 'Upper-case instrument type (EQUITY, FIXED_INCOME, …), shown as instrument_type.',
+  pattern: `^(?:[A-Z][A-Z0-9_]{0,49}|${CLIENT_INSTRUMENT_TYPES.join('|')})$`,
+  'x-rule': INSTRUMENT_TYPE_RULE,
+  description:
+    'Upper-case instrument type (EQUITY, FIXED_INCOME, …), or everysk-lib’s PrivateFixedIncome or ' +
+    'PrivateCustomIndex; stored as sent, shown as instrument_type.',
 });
 const Data = StoredObject({}, { description: 'A JSON object; replaced whole on update.' });
 

@@ -1,6 +1,9 @@
 import { createTestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 
+const TYPE_RULE =
+  "an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME, or one of everysk-lib's PrivateFixedIncome and PrivateCustomIndex";
+
 describe('private securities', () => {
   const h = useTestApp();
   const { call } = h;
@@ -61,10 +64,20 @@ describe('private securities', () => {
     expect(both.json().private_security.instrument_type).toBe('CASH');
   });
 
+  test.each(['PrivateFixedIncome', 'PrivateCustomIndex'])(
+    'everysk-lib’s instrument type %s is stored and shown as sent',
+    async (type) => {
+      const res = await create(`PRIVATE:${type.toUpperCase()}`, { type });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().private_security.instrument_type).toBe(type);
+      const read = await call('GET', `/v2/private_securities/PRIVATE:${type.toUpperCase()}`);
+      expect(read.json().private_security.instrument_type).toBe(type);
+    },
+  );
+
   const symbolMessage =
     'symbol must be PRIVATE: followed by upper-case letters, digits or _ (no spaces), at most 64 characters in all.';
-  const typeMessage =
-    'type must be an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.';
+  const typeMessage = `type must be ${TYPE_RULE}.`;
   const dataMessage = 'data must be an object.';
   const valid = { symbol: 'PRIVATE:BAD', name: 'Bad', type: 'EQUITY', data: {} };
   test.each([
@@ -79,18 +92,14 @@ describe('private securities', () => {
       { ...valid, name: 7 },
       'name must be a name of 1 to 200 characters, not only spaces, without NUL characters.',
     ],
-    [
-      { ...valid, type: undefined },
-      'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.',
-    ],
+    [{ ...valid, type: undefined }, `type is required: ${TYPE_RULE}.`],
     [{ ...valid, type: 'equity' }, typeMessage],
     [{ ...valid, type: 'FIXED INCOME' }, typeMessage],
     [{ ...valid, type: '1EQUITY' }, typeMessage],
     [{ ...valid, type: 'E'.repeat(51) }, typeMessage],
-    [
-      { ...valid, type: 3 },
-      'type is required: an upper-case instrument type of up to 50 letters, digits or _, such as EQUITY or FIXED_INCOME.',
-    ],
+    [{ ...valid, type: 'PrivateEquity' }, typeMessage],
+    [{ ...valid, type: 'privatefixedincome' }, typeMessage],
+    [{ ...valid, type: 3 }, `type is required: ${TYPE_RULE}.`],
     [{ ...valid, data: undefined }, 'data is required.'],
     [{ ...valid, data: null }, dataMessage],
     [{ ...valid, data: [1, 2] }, dataMessage],

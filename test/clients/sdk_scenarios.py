@@ -15,6 +15,7 @@ from everysk.sdk.engines.market_data import MarketData
 from everysk.sdk.entities.custom_index.base import CustomIndex
 from everysk.sdk.entities.datastore.base import Datastore
 from everysk.sdk.entities.portfolio.base import Portfolio
+from everysk.sdk.entities.private_security.base import PrivateSecurity
 from everysk.sdk.entities.query import Query
 from everysk.sdk.entities.workflow.base import Workflow
 
@@ -124,6 +125,22 @@ def custom_index_by_symbol():
     check(CustomIndex.retrieve(symbol).name == 'SDK index', 'retrieve by symbol')
     CustomIndex.remove(symbol)
     return {'symbol': symbol}
+
+
+@scenario
+def private_security_instrument_types():
+    made = []
+    for kind in ('PrivateFixedIncome', 'PrivateCustomIndex'):
+        symbol = 'PRIVATE:SDK_%s_%d' % (kind.upper(), os.getpid())
+        security = PrivateSecurity(symbol=symbol, name='SDK %s' % kind, instrument_type=kind, currency='USD',
+                                   data={'coupon': 0.05}).save()
+        check(security.id == symbol, 'saved by symbol: %r' % security.id)
+        again = PrivateSecurity.retrieve(symbol)
+        check(again.instrument_type == kind and again.data == {'coupon': 0.05}, 'retrieved as sent: %r' % again.instrument_type)
+        made.append(symbol)
+    for symbol in made:
+        PrivateSecurity.remove(symbol)
+    return {'created': len(made)}
 
 
 @scenario

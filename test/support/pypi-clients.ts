@@ -88,6 +88,7 @@ export const LAYER_SCRIPTS: ReadonlyArray<{
       'many_forms',
       'queries',
       'custom_index_by_symbol',
+      'private_security_instrument_types',
       'file_entity',
       'report_entity',
       'workflow_run_and_wait',
