@@ -2,9 +2,15 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { SimulationBackend } from '../../calc';
 import { type AnalyticsKind, runAnalyticsCalculation } from '../../engine/calculations/analytics';
+import { type BookKind, runBookCalculation } from '../../engine/calculations/book-analytics';
 import { CALCULATION_ENTITY } from '../../engine/calculations/calculation-service';
 import type { Database } from '../../engine/platform/database';
 import {
+  Backtest,
+  BacktestBody,
+  BacktestStatisticsResult,
+  MarginalTrackingError,
+  MarginalTrackingErrorBody,
   Exposure,
   ExposureBody,
   ParametricRiskAttribution,
@@ -25,12 +31,14 @@ const tags = ['Calculations'];
 // Failed runs are audited as EXECUTE on a Calculation, like the successful ones.
 const config = { auditEntity: CALCULATION_ENTITY, auditOperation: 'EXECUTE' } as const;
 
-/** Each endpoint of calc-methodology §16–§19: its body, its response object (under its own key). */
+/** Each endpoint of calc-methodology §16–§21: its body, its response object (under its own key). */
 const ENDPOINTS: ReadonlyArray<{
-  kind: AnalyticsKind;
+  kind: AnalyticsKind | BookKind;
   summary: string;
   body: TSchema;
   response: TSchema;
+  /** §20–§21 take whole books (the clients' own bodies). */
+  books?: true;
 }> = [
   {
     kind: 'exposure',
@@ -62,6 +70,27 @@ const ENDPOINTS: ReadonlyArray<{
     body: PropertiesBody,
     response: Properties,
   },
+  {
+    kind: 'marginal_tracking_error',
+    summary: 'Marginal tracking error: TE of a book against a benchmark book, and each symbol’s share of it',
+    body: MarginalTrackingErrorBody,
+    response: MarginalTrackingError,
+    books: true,
+  },
+  {
+    kind: 'backtest',
+    summary: 'Backtest: buy and hold of the book over a date range, its indexed series and statistics',
+    body: BacktestBody,
+    response: Backtest,
+    books: true,
+  },
+  {
+    kind: 'backtest_statistics',
+    summary: 'Backtest statistics: the backtest’s statistics (output_type summary by default)',
+    body: BacktestBody,
+    response: BacktestStatisticsResult,
+    books: true,
+  },
 ];
 
 /** `backend` simulates the Monte Carlo figures of properties (var, cvar), as for risk attribution. */
@@ -89,18 +118,22 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
         },
       },
       async (request, reply) => ({
-        [endpoint.kind]: await timedCalculation(request, reply, (timer) =>
-          runAnalyticsCalculation(
-            db,
-            request.actor,
-            endpoint.kind,
-            request.body as Record<string, unknown>,
-            (request.query as { workspace?: string }).workspace,
-            {},
-            backend,
-            timer,
-          ),
-        ),
+        [endpoint.kind]: await timedCalculation(request, reply, (timer) => {
+          const body = request.body as Record<string, unknown>;
+          const workspace = (request.query as { workspace?: string }).workspace;
+          return endpoint.books
+            ? runBookCalculation(db, request.actor, endpoint.kind as BookKind, body, workspace, timer)
+            : runAnalyticsCalculation(
+                db,
+                request.actor,
+                endpoint.kind as AnalyticsKind,
+                body,
+                workspace,
+                {},
+                backend,
+                timer,
+              );
+        }),
       }),
     );
   }

@@ -63,7 +63,7 @@ function oneOf<T>(value: unknown, allowed: readonly T[], parameter: string, fall
   return value as T;
 }
 
-interface PortfolioDefaults {
+export interface PortfolioDefaults {
   id: string;
   name: string;
   workspace: string | null;
@@ -73,7 +73,8 @@ interface PortfolioDefaults {
   nlv: number | null;
 }
 
-async function portfolioDefaults(
+/** A stored portfolio's book (its 404 when unknown), or null when no id is given. */
+export async function portfolioDefaults(
   db: Database,
   accountId: string,
   portfolioId: unknown,
@@ -286,7 +287,7 @@ export async function auditCalculation(
   actor: Actor,
   noun: string,
   kind: string,
-  checked: CheckedRequest,
+  checked: Pick<CheckedRequest, 'portfolio' | 'securities'>,
 ): Promise<void> {
   const on = checked.portfolio
     ? `portfolio ${checked.portfolio.name}`
@@ -313,14 +314,33 @@ export async function symbolsOf(
   checked: CheckedRequest,
   kind: CalculationKind,
 ): Promise<string[]> {
-  const base = checked.common.base_currency;
-  const symbols = [...checked.common.projection];
+  const symbols = await symbolsFor(
+    db,
+    checked.common.base_currency,
+    checked.securities,
+    checked.common.projection,
+  );
+  if (kind === 'stress_test') symbols.push(checked.shock);
+  return symbols;
+}
+
+/**
+ * The symbols a book reads in `base`: `leading` first (the calendar's symbol, the projections), then
+ * each position's (an option's underlying), then the FX pairs of every position and master currency.
+ */
+export async function symbolsFor(
+  db: Database,
+  base: string,
+  securities: readonly Pick<Security, 'symbol' | 'currency'>[],
+  leading: readonly string[],
+): Promise<string[]> {
+  const symbols = [...leading];
   const currencies = new Set<string>();
-  for (const s of checked.securities) {
+  for (const s of securities) {
     symbols.push(parseOptionSymbol(s.symbol)?.underlying ?? s.symbol);
     const cash = /^CASH:([A-Za-z]{3})$/.exec(s.symbol)?.[1]?.toUpperCase();
     const currency = s.currency ?? cash;
-    if (currency !== undefined) currencies.add(currency);
+    if (currency !== undefined && currency !== null) currencies.add(currency);
   }
   const master = (await db('securities_master')
     .whereIn('symbol', [...new Set(symbols)])
@@ -338,7 +358,6 @@ export async function symbolsOf(
       `FX:${base}USD`,
     );
   }
-  if (kind === 'stress_test') symbols.push(checked.shock);
   return symbols;
 }
 

@@ -22,8 +22,10 @@ const SCHEMATHESIS = 'schemathesis==4.32.5';
  * a loopback socket with a valid API key, every check on every operation. Zero failures is the bar.
  * Deterministic (`--generation-deterministic`: no seed, no example database), so every run sends the
  * same requests: a failure comes from a change, never from chance. Fuzzing examples per operation are
- * capped (the coverage phase, which does not take the cap, is most of the run) to keep it near two
- * minutes on two cores. A 400 to a schema-valid request passes only where schemathesis.toml lists its
+ * capped at 20 (about three minutes on two cores; 6 missed four unlisted refusals, issue 34). The
+ * stateful phase is left out: it fills a path id from a linked response's null field with the literal
+ * text None, which the id's documented pattern refuses (400), and schemathesis does not hold link
+ * values to the parameter's schema. A 400 to a schema-valid request passes only where schemathesis.toml lists its
  * rule (listed-refusals.py). For a run by hand, ST_EXTRA adds schemathesis arguments (split on spaces)
  * and LISTED_REFUSALS_REPORT=<file> makes listed-refusals.py collect unlisted refusals there instead.
  */
@@ -86,7 +88,7 @@ describe('schemathesis against the served OpenAPI document', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     try {
       const { stdout, stderr } = await run(path.join(bin, 'st'), args, {
-        timeout: 290_000,
+        timeout: 480_000,
         maxBuffer: 64 * 1024 * 1024,
         env: { ...process.env, PYTHONUNBUFFERED: '1', SCHEMATHESIS_HOOKS: HOOKS },
         // Its example database stays with the other test artifacts, out of the work tree.
@@ -101,8 +103,9 @@ describe('schemathesis against the served OpenAPI document', () => {
 
   test('every operation, --checks all: no failure', async () => {
     const { code, output } = await schemathesis(path.join(__dirname, 'schemathesis.toml'), [
+      // 20 examples an operation: the strength issue 34 asked for (6 missed four unlisted refusals).
       '--max-examples',
-      '6',
+      '20',
       '--phases',
       'examples,coverage,fuzzing',
       '--workers',
@@ -115,7 +118,7 @@ describe('schemathesis against the served OpenAPI document', () => {
       summary: expect.any(Array),
       tail: '',
     });
-  }, 300_000);
+  }, 500_000);
 
   // The run above passes only if every refusal of a schema-valid request is listed; this shows that an
   // unlisted one fails it: the worker executions' one-of-two parameters rule, with the operation's 400
