@@ -31,7 +31,7 @@ describe('marginal tracking error and backtests through the API (§20, §21)', (
       });
     },
   });
-  const post = (kind: string, payload: unknown) => h.call('POST', `/v2/calculations/${kind}`, payload);
+  const post = (kind: string, payload: object) => h.call('POST', `/v2/calculations/${kind}`, payload);
 
   test('marginal tracking error: the shape, Σ cte = te, Server-Timing stages', async () => {
     const res = await post('marginal_tracking_error', {

@@ -174,7 +174,74 @@ describe('built-in worker templates in workflows', () => {
     });
   });
 
-  describe('analytics templates (§16–§19)', () => {
+  describe('analytics templates (§16–§21)', () => {
+    /** The datastore a template wrote holds every number of the endpoint's answer. */
+    async function expectTabled(result: { datastore_id: string }, answer: unknown, name: string) {
+      const datastore = (await h.call('GET', `/v2/datastores/${result.datastore_id}`)).json().datastore;
+      expect(datastore.name).toBe(name);
+      const [, ...rows] = datastore.data as unknown[][];
+      const cells = new Set(rows.flat().filter((cell) => typeof cell === 'number'));
+      const numbers: number[] = [];
+      const collect = (value: unknown): void => {
+        if (typeof value === 'number') numbers.push(value);
+        else if (value !== null && typeof value === 'object') Object.values(value).forEach(collect);
+      };
+      collect(answer);
+      expect(numbers.length).toBeGreaterThan(3);
+      expect(numbers.filter((n) => !cells.has(n))).toEqual([]);
+    }
+
+    test('marginal tracking error and backtest: the endpoints’ numbers, written to datastores', async () => {
+      const benchmark = await h.call('POST', '/v2/portfolios', {
+        name: 'Benchmark',
+        securities: [{ id: 'b', symbol: 'AAPL', quantity: 10 }],
+      });
+      const benchmarkId = benchmark.json().portfolio.id as string;
+      const { workflowId } = await chain('Book analytics', [
+        {
+          type: 'BASIC',
+          template_id: id('marginal-tracking-error'),
+          script_inputs: {
+            portfolio_id: portfolioId,
+            benchmark_id: benchmarkId,
+            EWMA: true,
+            datastore_name: 'TE',
+          },
+        },
+      ]);
+      const te = (await enderResult(await runToEnd(workflowId))) as Record<string, unknown> & {
+        datastore_id: string;
+      };
+      const teApi = await h.call('POST', '/v2/calculations/marginal_tracking_error', {
+        portfolio1: portfolioId,
+        portfolio2: benchmarkId,
+        EWMA: true,
+      });
+      expect(teApi.statusCode).toBe(200);
+      expect(te.marginal_tracking_error).toEqual(teApi.json().marginal_tracking_error);
+      await expectTabled(te, teApi.json().marginal_tracking_error, 'TE');
+
+      const inputs = {
+        backtest_periodicity: 'monthly',
+        projection_tickers: ['AAPL'],
+        backtest_date1: '2022-01-03',
+      };
+      const run = await chain('Backtest', [
+        {
+          type: 'BASIC',
+          template_id: id('backtest'),
+          script_inputs: { portfolio_id: portfolioId, datastore_name: 'Backtest of Book', ...inputs },
+        },
+      ]);
+      const backtest = (await enderResult(await runToEnd(run.workflowId))) as Record<string, unknown> & {
+        datastore_id: string;
+      };
+      const api = await h.call('POST', '/v2/calculations/backtest', { portfolio_id: portfolioId, ...inputs });
+      expect(api.statusCode).toBe(200);
+      expect(backtest.backtest).toEqual(api.json().backtest);
+      await expectTabled(backtest, api.json().backtest, 'Backtest of Book');
+    });
+
     test.each([
       ['exposure', 'exposure', { aggregation: 'exposure' }, {}],
       ['parametric-risk-attribution', 'parametric_risk_attribution', { confidence: '99%' }, {}],
@@ -650,6 +717,9 @@ describe('built-in worker templates in workflows', () => {
       'runSensitivity',
       'runUnderlyingStressSensitivity',
       'runProperties',
+      'runMarginalTrackingError',
+      'runBacktest',
+      'runBacktestStatistics',
       'createDatastore',
       'updateDatastore',
       'createFile',

@@ -330,7 +330,7 @@ describe('SDK bridge: files, calculations and the journal', () => {
       expect(Number(executed[0]!.count)).toBe(2);
     }, 120_000);
 
-    test('the analytics of §16–§19 (runExposure … runProperties) answer what their endpoints answer', async () => {
+    test('the analytics of §16–§21 (runExposure … runBacktestStatistics) answer what their endpoints answer', async () => {
       const res = await call('POST', '/v2/portfolios', {
         name: 'Analytics book',
         securities: BOOK,
@@ -350,6 +350,12 @@ describe('SDK bridge: files, calculations and the journal', () => {
           { portfolio_id: portfolio, stress_values: [-0.2, 0.2] },
         ],
         runProperties: ['properties', { portfolio_id: portfolio, horizon: 1 }],
+        runMarginalTrackingError: [
+          'marginal_tracking_error',
+          { portfolio1: portfolio, portfolio2: { securities: BOOK.slice(0, 1) }, EWMA: true },
+        ],
+        runBacktest: ['backtest', { portfolio, backtest_periodicity: 'weekly' }],
+        runBacktestStatistics: ['backtest_statistics', { securities: BOOK, date: DATE }],
       } as const;
       const result = await run(
         `async function main(args) {

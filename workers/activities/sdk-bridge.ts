@@ -1,3 +1,4 @@
+import { runBookCalculation } from '../../engine/calculations/book-analytics';
 import type { SimulationBackend } from '../../calc';
 import type { Actor } from '../../engine/platform/principal';
 import { type AnalyticsKind, runAnalyticsCalculation } from '../../engine/calculations/analytics';
@@ -271,6 +272,13 @@ const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
     runUnderlyingStressSensitivity: 'underlying_stress_sensitivity',
     runProperties: 'properties',
   }),
+  // §20, §21: whole books, the clients' bodies (portfolio1/portfolio2, portfolio).
+  runMarginalTrackingError: (s, body) =>
+    runBookCalculation(s.db, s.actor, 'marginal_tracking_error', calculationBody(s, body), s.workspace),
+  runBacktest: (s, body) =>
+    runBookCalculation(s.db, s.actor, 'backtest', calculationBody(s, body), s.workspace),
+  runBacktestStatistics: (s, body) =>
+    runBookCalculation(s.db, s.actor, 'backtest_statistics', calculationBody(s, body), s.workspace),
 };
 
 /**

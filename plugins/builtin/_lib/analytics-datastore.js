@@ -1,10 +1,10 @@
 /* global sdk -- the SDK of the run */
 /* Shared by the analytics templates (exposure, parametric risk attribution, sensitivity, underlying
- * stress sensitivity, properties: "analytics-datastore.js" in their libraries): prepended to their
- * script when published. */
+ * stress sensitivity, properties, marginal tracking error, backtest: "analytics-datastore.js" in
+ * their libraries): prepended to their script when published. */
 
 /**
- * A calculation result of calc-methodology §16–§19 as a table `{columns, rows}`, one row per
+ * A calculation result of calc-methodology §16–§21 as a table `{columns, rows}`, one row per
  * position (or group) and figure, so a datastore holds every number the endpoint answered.
  */
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- used by the templates
@@ -39,9 +39,53 @@ function analyticsTable(kind, result) {
         else rows.push([key, value]);
       }
       return { columns: ['property', 'value'], rows };
+    case 'marginal_tracking_error':
+      for (const r of result.results) rows.push([r.id, r.symbol, r.weight_active, r.mte, r.cte]);
+      rows.push(['te', null, null, null, result.te]);
+      rows.push(['observations', null, null, null, result.observations]);
+      return { columns: ['id', 'symbol', 'weight_active', 'mte', 'cte'], rows };
+    case 'backtest':
+    case 'backtest_statistics':
+      return backtestTable(result);
     default:
       throw new Error(`no table for ${kind}`);
   }
+}
+
+/**
+ * A backtest (§21) in long form, `{name, date, value}`: its periods and nlv, every statistic (a
+ * period's with its date), and with output_type full each series by date.
+ */
+function backtestTable(result) {
+  const rows = [
+    ['periods', null, result.periods],
+    ['nlv', result.start, result.nlv],
+  ];
+  const walk = (prefix, value) => {
+    if (typeof value === 'number') rows.push([prefix, null, value]);
+    else if (Array.isArray(value))
+      for (const p of value) walk(`${prefix}.${p.symbol}`, { beta: p.beta, correlation: p.correlation });
+    else if (value !== null && typeof value === 'object') {
+      if (typeof value.date === 'string') rows.push([prefix, value.date, value.return]);
+      else
+        for (const [key, inner] of Object.entries(value))
+          walk(prefix === '' ? key : `${prefix}.${key}`, inner);
+    }
+  };
+  walk('', result.statistics);
+  const series = result.series;
+  if (series) {
+    const dated = (name, values, offset) => {
+      if (values) values.forEach((v, k) => rows.push([name, series.dates[k + offset], v]));
+    };
+    dated('portfolio', series.portfolio, 0);
+    dated('benchmark', series.benchmark, 0);
+    dated('return', series.returns, 1);
+    dated('benchmark_return', series.benchmark_returns, 1);
+    dated('rf_return', series.rf_returns, 1);
+    for (const p of series.projections) dated(`projection ${p.symbol}`, p.values, 0);
+  }
+  return { columns: ['name', 'date', 'value'], rows };
 }
 
 /**
