@@ -262,6 +262,52 @@ def properties():
 
 
 @scenario
+def marginal_tracking_error():
+    response = api.Calculation.marginalTrackingError(
+        portfolio1={'securities': BOOK, 'date': '20221228'},
+        portfolio2={'securities': [{'id': 'b1', 'symbol': 'AAPL', 'quantity': 10}]},
+        EWMA=True,
+        exponential_decay=0.97,
+    )
+    result = response['marginal_tracking_error']
+    check(result['date'] == '20221228' and result['observations'] == 252, 'window up to the date')
+    check([r['id'] for r in result['results']] == ['p1', 'p2'], 'one row per symbol, portfolio1 first')
+    check(close(sum(r['cte'] for r in result['results']), result['te'], 1e-12), 'contributions sum to te')
+    check(0 < result['te'] < 1, 'a plausible tracking error')
+    return {'te': result['te']}
+
+
+@scenario
+def backtest():
+    response = api.Calculation.backtest(
+        securities=BOOK,
+        date='20221228',
+        backtest_date1='2022-01-03',
+        backtest_date2='2022-12-28',
+        backtest_periodicity='monthly',
+        backtest_benchmark_ticker='IND:SPX',
+        output_type='full',
+    )
+    result = response['backtest']
+    check(result['start'] == '20220103' and result['end'] == '20221228', 'the range as sent (YYYY-MM-DD)')
+    check(result['periods'] == 12 and len(result['series']['returns']) == 12, 'twelve monthly periods')
+    check(result['series']['portfolio'][0] == 100, 'indexed to 100')
+    check(result['statistics']['beta'] is not None and result['statistics']['max_drawdown'] <= 0, 'statistics')
+    return {'total_return': result['statistics']['total_return']}
+
+
+@scenario
+def backtest_statistics():
+    response = api.Calculation.backtestStatistics(
+        securities=BOOK, date='20221228', backtest_date1='20220103', backtest_periodicity='weekly'
+    )
+    result = response['backtest_statistics']
+    check('series' not in result and result['periodicity'] == 'weekly', 'summary by default, weekly')
+    check(result['statistics']['benchmark'] is not None, 'against IND:SPX by default')
+    return {'sharpe': result['statistics']['sharpe']}
+
+
+@scenario
 def api_error_bodies():
     try:
         api.Portfolio.retrieve('port_' + 'x' * 25, workspace=WORKSPACE)
