@@ -5,7 +5,9 @@
  * HTTP on a local port as a client would. Cases, 100,000 paths:
  * - M: 250 securities × 1 projection, `stress_test` and `risk_attribution` (cvar);
  * - L: 3000 × 15, the same two, and the five analytics of §16–§19 (exposure,
- *   parametric_risk_attribution, sensitivity, underlying_stress_sensitivity, properties).
+ *   parametric_risk_attribution, sensitivity, underlying_stress_sensitivity, properties), and §20–§21:
+ *   marginal tracking error (252 days, the book against an equal-quantity book of the same 3000) and a
+ *   two-year daily backtest (`IND:SPX`, the calendar both read, is a copy of `IND:F0` here).
  * One warm-up call of each case (the series cache, the JIT), then `runs` calls: p50 and p99 of the
  * wall time the client sees, and the p50 of each stage the service reports in its `Server-Timing`
  * header (parse and checks, market load, estimation, simulation, report, audit, serialisation).
@@ -20,6 +22,8 @@ import type { SimulationBackend } from '../calc/backends/backend';
 import type { CalcSecurity } from '../calc/calculation-request';
 import { formatDay } from '../calc/market-data';
 import { prepareRiskAttribution } from '../calc/risk-attribution';
+import { runBacktest } from '../calc/backtest';
+import { runMarginalTrackingError } from '../calc/tracking-error';
 import type { Scenario, SimulationOptions, SimulationResult } from '../calc/simulation';
 import { prepareStressTest } from '../calc/stress-test';
 import { seriesCacheOf } from '../engine/calculations/series-cache';
@@ -109,6 +113,8 @@ export interface ApiRunOptions {
 export async function runCalcOverApi(backend: SimulationBackend, options: ApiRunOptions): Promise<void> {
   const sizes = options.sizes ?? ['M', 'L'];
   const { market, securities, projection } = apiMarket();
+  // §20–§21 read the IND:SPX calendar (and benchmark): the first factor under that name too.
+  market.source.set('IND:SPX', market.source.get('IND:F0')!);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'pas-bench-calc-api-'));
   const postgres = await startEmbeddedPostgres({
     dataDir,
@@ -157,6 +163,12 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
     const m = { securities: securities.slice(0, 250), date, projection: projection.slice(0, 1), nlv: 1e7 };
     const l = { securities, date, projection, nlv: 1e7 };
     const stress = { shock: 'IND:F0', magnitude: -0.1, horizon: 20 };
+    const mte = {
+      portfolio1: { securities, date, nlv: 1e7 },
+      portfolio2: { securities: securities.map((s) => ({ ...s, quantity: 100 })), nlv: 3e8 },
+    };
+    const twoYearsBefore = formatDay(market.days[market.days.length - 1]! - 730);
+    const backtest = { securities, date, nlv: 1e7, backtest_date1: twoYearsBefore };
     const cvar = { risk_measure: 'cvar', confidence: '95%' };
     // The kernel alone: `finish(await backend.simulate(...))` of the same request, estimated once on
     // the market in memory (the generated prices, of which the CSV holds 10 digits).
@@ -240,6 +252,22 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
         target: 100,
       },
       { size: 'L', kind: 'properties', label: 'properties', body: l, target: 100 },
+      {
+        size: 'L',
+        kind: 'marginal_tracking_error',
+        label: 'marginal_tracking_error (252 days)',
+        body: mte,
+        target: 100,
+        kernel: async () => runMarginalTrackingError(mte as never, market.source),
+      },
+      {
+        size: 'L',
+        kind: 'backtest',
+        label: 'backtest (2 years daily)',
+        body: backtest,
+        target: 150,
+        kernel: async () => runBacktest({ ...backtest, portfolio: l } as never, market.source),
+      },
     ];
 
     console.log(
@@ -295,7 +323,7 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
     console.log(
       `Series cache after the run: ${cached.series} series, ${cached.points} points (${((cached.points * 12) / 2 ** 20).toFixed(0)} MiB of dates and values). ` +
         'Stage times are the service’s own (Server-Timing); the p50 wall time is the client’s, HTTP included; ' +
-        '“kernel alone” is the same calculation’s simulation and decomposition called in this process on the same backend, right after.',
+        '“kernel alone” is the same calculation’s simulation and decomposition called in this process on the same backend, right after (for marginal tracking error and backtest: the whole calc/ call on the market in memory, without the cache of derived windows, so the API can be faster than it).',
     );
     await app.close();
   } finally {
