@@ -32,6 +32,7 @@ import {
   type CalculationBody,
   checkedMarket,
   type CheckedRequest,
+  looseBoolean,
 } from './calculation-service';
 import { StageTimer } from './stage-timing';
 
@@ -48,14 +49,6 @@ export const ANALYTICS_KINDS = [
 export type AnalyticsKind = (typeof ANALYTICS_KINDS)[number];
 
 const given = (value: unknown) => value !== undefined && value !== null;
-
-/** Python clients send booleans as "True"/"False"; the schema allows those forms (LooseBoolean). */
-function looseBoolean(value: unknown, parameter: string, fallback: boolean): boolean {
-  if (!given(value)) return fallback;
-  if (typeof value === 'boolean') return value;
-  if (typeof value === 'string' && /^(true|false|1|0)$/i.test(value)) return /^(true|1)$/i.test(value);
-  throw new InvalidInput(`${parameter} must be true or false.`);
-}
 
 function sensitivityFields(body: CalculationBody) {
   const type = body.sensitivity_type ?? 'delta';

@@ -29,7 +29,9 @@ import { checkCurrency, checkNlv, checkSecurities, type Security } from '../kind
 import {
   asInvalidInput,
   auditCalculation,
+  calcSecurity,
   type CalculationBody,
+  looseBoolean,
   portfolioDefaults,
   type PortfolioDefaults,
   symbolsFor,
@@ -85,16 +87,7 @@ function bookOf(
     portfolio,
     securities,
     book: {
-      securities: securities.map((s) => ({
-        id: s.id,
-        symbol: s.symbol,
-        quantity: s.quantity,
-        market_price: s.market_price,
-        multiplier: s.multiplier,
-        fx_rate: s.fx_rate,
-        currency: s.currency,
-        label: s.label,
-      })),
+      securities: securities.map(calcSecurity),
       ...rest,
     },
   };
@@ -130,14 +123,6 @@ async function checkBook(
       nlv,
     });
   });
-}
-
-/** Python clients send booleans as "True"/"False". */
-function looseBoolean(value: unknown, field: string): boolean | undefined {
-  if (!given(value)) return undefined;
-  if (typeof value === 'boolean') return value;
-  if (typeof value === 'string' && /^(true|false|1|0)$/i.test(value)) return /^(true|1)$/i.test(value);
-  throw new InvalidInput(`${field} must be true or false.`);
 }
 
 function optionalNumber(value: unknown, field: string): number | undefined {
@@ -211,8 +196,8 @@ async function prepare(
     const request = {
       portfolio1: p1.book,
       portfolio2: p2.book,
-      weekly: looseBoolean(body.weekly, 'weekly'),
-      EWMA: looseBoolean(body.EWMA, 'EWMA'),
+      weekly: looseBoolean(body.weekly, 'weekly', undefined),
+      EWMA: looseBoolean(body.EWMA, 'EWMA', undefined),
       nDays: optionalNumber(body.nDays, 'nDays'),
       nWeeks: optionalNumber(body.nWeeks, 'nWeeks'),
       exponential_decay: optionalNumber(body.exponential_decay, 'exponential_decay'),

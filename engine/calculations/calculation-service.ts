@@ -239,16 +239,7 @@ export async function checkCalculationRequest(
     portfolio,
     securities,
     common: {
-      securities: securities.map((s) => ({
-        id: s.id,
-        symbol: s.symbol,
-        quantity: s.quantity,
-        market_price: s.market_price,
-        multiplier: s.multiplier,
-        fx_rate: s.fx_rate,
-        currency: s.currency,
-        label: s.label,
-      })),
+      securities: securities.map(calcSecurity),
       base_currency: baseCurrency,
       date,
       nlv,
@@ -269,6 +260,28 @@ export async function checkCalculationRequest(
     confidence,
     risk_measure: riskMeasure,
   };
+}
+
+/** A checked position as calc/ takes it (the fields the model reads). */
+export function calcSecurity(s: Security): CalcSecurity {
+  return {
+    id: s.id,
+    symbol: s.symbol,
+    quantity: s.quantity,
+    market_price: s.market_price,
+    multiplier: s.multiplier,
+    fx_rate: s.fx_rate,
+    currency: s.currency,
+    label: s.label,
+  };
+}
+
+/** Python clients send booleans as "True"/"False"; the schema allows those forms (LooseBoolean). */
+export function looseBoolean<T>(value: unknown, parameter: string, fallback: T): boolean | T {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'string' && /^(true|false|1|0)$/i.test(value)) return /^(true|1)$/i.test(value);
+  throw new InvalidInput(`${parameter} must be true or false.`);
 }
 
 /** calc/ names the parameter it cannot compute with; the client sees it as a 400 like any other. */
