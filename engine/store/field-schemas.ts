@@ -117,7 +117,8 @@ const monthDay = (sep: string) =>
   `(?:(?:0[13578]|1[02])${sep}(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)${sep}(?:0[1-9]|[12][0-9]|30)|02${sep}(?:0[1-9]|1[0-9]|2[0-8]))`;
 const LEAP_YEAR = '(?:[1-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26])00)';
 /** A real calendar day, its parts joined by `sep` (YYYYMMDD, or YYYY-MM-DD with '-'). */
-export const datePattern = (sep = '') => `(?:[1-9][0-9]{3}${sep}${monthDay(sep)}|${LEAP_YEAR}${sep}02${sep}29)`;
+export const datePattern = (sep = '') =>
+  `(?:[1-9][0-9]{3}${sep}${monthDay(sep)}|${LEAP_YEAR}${sep}02${sep}29)`;
 // Years 1000 to 9999: the calendar the service computes with.
 export const DATE_PATTERN = datePattern();
 const TIME_PATTERN = '(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]';

@@ -159,12 +159,12 @@ describe('marginal tracking error and backtests through the API (§20, §21)', (
   test('each 400 with its message, and nothing is audited as a success', async () => {
     const book = { securities: BOOK, date: DATE };
     const cases: Array<[string, object, string]> = [
+      ['marginal_tracking_error', { portfolio2: book }, 'portfolio1 is required.'],
       [
         'marginal_tracking_error',
-        { portfolio2: book },
-        'portfolio1 is required.',
+        { portfolio1: book, portfolio2: {} },
+        'portfolio2 must be a portfolio id or an object with securities.',
       ],
-      ['marginal_tracking_error', { portfolio1: book, portfolio2: {} }, 'portfolio2 must be a portfolio id or an object with securities.'],
       ['marginal_tracking_error', { portfolio1: book, portfolio2: book, nDays: 19 }, 'nDays must be'],
       [
         'marginal_tracking_error',
@@ -236,6 +236,8 @@ describe('marginal tracking error and backtests through the API (§20, §21)', (
       const res = await post(kind, payload);
       answers.push({ status: res.statusCode, message: res.json().message as string });
     }
-    expect(answers).toEqual(cases.map(([, , message]) => ({ status: 400, message: expect.stringContaining(message) })));
+    expect(answers).toEqual(
+      cases.map(([, , message]) => ({ status: 400, message: expect.stringContaining(message) })),
+    );
   });
 });
