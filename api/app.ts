@@ -1,3 +1,4 @@
+import { prettyStream } from '../engine/platform/log-format';
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import compress from '@fastify/compress';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -55,7 +56,11 @@ export interface AppDependencies {
     Partial<
       Pick<
         Config,
-        'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads' | 'temporalUiUrl'
+        | 'loadShedEventLoopDelayMs'
+        | 'loadShedPoolQueue'
+        | 'maxConcurrentUploads'
+        | 'temporalUiUrl'
+        | 'logFormat'
       >
     >;
   db: Database;
@@ -95,9 +100,12 @@ function redactedUrl(url: string): string {
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  // Pretty (a terminal, or LOG_FORMAT=pretty): one readable line per request, written below.
+  const pretty = deps.logger === undefined && deps.config.logFormat === 'pretty';
   const app = Fastify({
     logger: deps.logger ?? {
       level: deps.config.logLevel,
+      ...(pretty ? { stream: prettyStream(), base: { component: 'api' } } : {}),
       serializers: {
         req: (req: { method: string; url: string; ip?: string }) => ({
           method: req.method,
@@ -111,6 +119,19 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     trustProxy: deps.config.trustProxy,
     schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  if (pretty) {
+    app.addHook('onResponse', async (request, reply) => {
+      const request_ = {
+        method: request.method,
+        route: redactedUrl(request.url),
+        status: reply.statusCode,
+        ms: reply.elapsedTime,
+      };
+      if (reply.statusCode >= 500) request.log.error({ request: request_ }, 'request');
+      else request.log.info({ request: request_ }, 'request');
+    });
+  }
 
   // Real clients (the PyPI `everysk` packages) send `Content-Type: application/json` on every request,
   // a bodiless DELETE or GET included. An empty body is no body, whatever its Content-Type says; a

@@ -11,6 +11,7 @@ import { startRunDispatcher } from '../engine/workflows/run-dispatcher';
 import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { temporalHealthProbe } from '../engine/platform/dependency-health';
+import { setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { buildApp } from './app';
 
 /** API process entry: `npm run start:api` (stateless; scale out by running more of these). */
@@ -20,6 +21,8 @@ async function main(): Promise<void> {
     throw new Error('The API process needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets both).');
   }
   const db = connectDatabase(config.databaseUrl);
+  setProcessRole('api');
+  watchPool(db);
   await migrateLatest(db);
   // Both processes publish the built-in templates (idempotent, safe concurrently): whichever starts
   // first, they are there before a workflow can name them.
@@ -82,6 +85,10 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
   await app.listen({ port: config.port, host: config.host });
+  if (config.metricsPort !== null) {
+    const metrics = await startMetricsServer(config.metricsHost, config.metricsPort);
+    app.log.info(`api: metrics on http://${config.metricsHost}:${metrics.port}/metrics`);
+  }
   // Schedules lost or left over (a save whose commit failed, a restored database) are fixed at start.
   reconcileSchedules(db, workflows.schedules).then(
     (report) => app.log.info({ report }, 'api: schedules reconciled'),

@@ -28,6 +28,17 @@ describe('configuration', () => {
       loadShedEventLoopDelayMs: 1000,
       loadShedPoolQueue: 500,
       maxConcurrentUploads: 8,
+      metricsPort: null,
+      metricsHost: '127.0.0.1',
+      logFormat: null,
+    });
+  });
+
+  test('LOG_FORMAT and the metrics port are read', () => {
+    expect(loadConfig({ LOG_FORMAT: 'JSON', METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' })).toMatchObject({
+      logFormat: 'json',
+      metricsPort: 9464,
+      metricsHost: '0.0.0.0',
     });
   });
 
@@ -96,6 +107,8 @@ describe('configuration', () => {
     ],
     ['CALC_THREADS', '0', 'CALC_THREADS must be between 1 and 256, got 0'],
     ['MAX_PAYLOAD_BYTES', '12', 'MAX_PAYLOAD_BYTES must be between 1024 and 1073741824, got 12'],
+    ['LOG_FORMAT', 'xml', 'LOG_FORMAT must be one of pretty, json, got "xml"'],
+    ['METRICS_PORT', 'ninety', 'METRICS_PORT must be an integer, got "ninety"'],
   ])('%s=%s stops start-up naming the variable', (name, value, detail) => {
     let caught: unknown;
     try {

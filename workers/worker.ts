@@ -9,14 +9,28 @@ import path from 'node:path';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { createTemporalWorker } from './temporal-worker';
+import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
+import { logFormatOf, processLog } from '../engine/platform/log-format';
+import { installTemporalRuntime } from './temporal-runtime';
 
 /** Worker process entry: `npm run start:worker` (scale out by running more of these). */
 async function main(): Promise<void> {
   const config = loadConfig();
+  const log = processLog(logFormatOf(config), 'worker');
   if (!config.databaseUrl || !config.temporalAddress) {
     throw new Error('The worker process needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets both).');
   }
   const db = connectDatabase(config.databaseUrl);
+  setProcessRole('worker');
+  watchPool(db);
+  // The Temporal SDK's own worker metrics (task latencies, schedule-to-start, sticky cache) come from
+  // its core on a loopback port of their own, and are served with ours on METRICS_PORT.
+  const temporalMetrics = config.metricsPort === null ? null : await freeLoopbackPort();
+  installTemporalRuntime({
+    format: logFormatOf(config),
+    level: config.logLevel,
+    metricsPort: temporalMetrics,
+  });
   await migrateLatest(db);
   // Both processes publish the built-in templates (idempotent, safe concurrently): whichever starts
   // first, they are there before a workflow can name them.
@@ -28,16 +42,13 @@ async function main(): Promise<void> {
   // Scripts' runStressTest and runRiskAttribution simulate here: CALC_BACKEND=auto (the default)
   // times typed, threads (CALC_THREADS, default os.availableParallelism()) and gpujs at start.
   const simulation = await startSimulationEngine(config, db);
-  console.log(
-    `worker: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,
-  );
+  log.info(`calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`);
   // Python templates' virtualenvs: PENDING ones are built here in the background.
   const pythonEnvironments = path.join(config.dataDir, 'python-environments');
   const builder = startEnvironmentBuilder(db, pythonEnvironments, {
     onError: (error) =>
-      console.error(
-        'worker: Python environment build pass failed:',
-        error instanceof Error ? error.message : error,
+      log.error(
+        `Python environment build pass failed: ${error instanceof Error ? error.message : String(error)}`,
       ),
   });
   const worker = await createTemporalWorker({
@@ -53,19 +64,24 @@ async function main(): Promise<void> {
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  console.log(`worker: polling task queue ${config.temporalTaskQueue}`);
+  log.info(`polling task queue ${config.temporalTaskQueue}`);
+  const metrics =
+    config.metricsPort === null
+      ? null
+      : await startMetricsServer(config.metricsHost, config.metricsPort, async () =>
+          temporalMetrics === null ? '' : (await fetch(`http://127.0.0.1:${temporalMetrics}/metrics`)).text(),
+        );
+  if (metrics !== null) log.info(`metrics on http://${config.metricsHost}:${metrics.port}/metrics`);
   // Schedules lost or left over (a save whose commit failed, a restored database) are fixed here;
   // in the background, so a slow Temporal never delays polling.
   reconcileSchedules(db, temporalWorkflowRunner(client, config.temporalTaskQueue).schedules).then(
-    (report) => console.log(`worker: schedules reconciled ${JSON.stringify(report)}`),
+    (report) => log.info('schedules reconciled', { report }),
     (error: unknown) =>
-      console.error(
-        'worker: schedule reconciliation failed:',
-        error instanceof Error ? error.message : error,
-      ),
+      log.error(`schedule reconciliation failed: ${error instanceof Error ? error.message : String(error)}`),
   );
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();
+  await metrics?.close();
   await builder.stop();
   await clientConnection.close();
   await connection.close();

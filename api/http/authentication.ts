@@ -19,6 +19,7 @@ import {
 } from '../../engine/identity/console-sessions';
 import { consumeRateLimit } from '../../engine/platform/rate-limiter';
 import { TooManyRequests } from '../../engine/platform/errors';
+import { httpRateLimited } from '../../engine/platform/metrics';
 import { DOCS_PREFIX } from './openapi';
 
 /**
@@ -179,6 +180,7 @@ export default fp(
       reply.header('X-Service-Rate-Limit-Reset', state.resetSeconds);
       if (state.limited) {
         reply.header('Retry-After', state.resetSeconds);
+        httpRateLimited.inc();
         throw new TooManyRequests();
       }
       if (!principal && (mode === 'credentials' || mode === 'webhook')) throw new Unauthorized(UNAUTHORIZED);

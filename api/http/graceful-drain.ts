@@ -1,3 +1,4 @@
+import { draining as drainingGauge, httpLoadShed } from '../../engine/platform/metrics';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ServiceUnavailable } from '../../engine/platform/errors';
@@ -42,12 +43,14 @@ export default fp(
       reply.header('connection', 'close');
       if (RETRIABLE.has(request.method)) {
         reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+        httpLoadShed.inc({ reason: 'draining' });
         throw new ServiceUnavailable(DRAINING_MESSAGE, RETRY_AFTER_SECONDS);
       }
     });
 
     app.decorate('drain', (options: { quietMs?: number; maxMs?: number } = {}) => {
       const { quietMs, maxMs } = { ...DRAIN_DEFAULTS, ...options };
+      drainingGauge.set(1);
       draining ??= (async () => {
         const started = Date.now();
         lastArrival = started;

@@ -1,3 +1,4 @@
+import { httpLoadShed } from '../../engine/platform/metrics';
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -36,8 +37,9 @@ export const UPLOADS_BUSY_MESSAGE = 'Service Unavailable: too many uploads are i
  */
 export default fp(
   async function loadShedding(app: FastifyInstance, options: LoadSheddingOptions) {
-    const shed = (request: FastifyRequest, message: string): never => {
+    const shed = (request: FastifyRequest, message: string, reason: string): never => {
       request.log.warn({ url: request.url }, message);
+      httpLoadShed.inc({ reason });
       throw new ServiceUnavailable(message, RETRY_AFTER_SECONDS);
     };
     // The health check, and the API's own description (no database, served from memory), are never
@@ -61,7 +63,7 @@ export default fp(
         pressureHandler: async (request, reply) => {
           if (isHealthCheck(request) || Date.now() < measuringFrom) return;
           reply.header('retry-after', String(RETRY_AFTER_SECONDS));
-          shed(request, OVERLOADED_MESSAGE);
+          shed(request, OVERLOADED_MESSAGE, 'event_loop');
         },
       });
     }
@@ -79,12 +81,12 @@ export default fp(
       if (isHealthCheck(request)) return;
       if (options.maxPoolQueue > 0 && pool && pool.numPendingAcquires() >= options.maxPoolQueue) {
         reply.header('retry-after', String(RETRY_AFTER_SECONDS));
-        shed(request, OVERLOADED_MESSAGE);
+        shed(request, OVERLOADED_MESSAGE, 'pool_queue');
       }
       if (request.routeOptions.config.upload) {
         if (uploads >= options.maxConcurrentUploads) {
           reply.header('retry-after', String(RETRY_AFTER_SECONDS));
-          shed(request, UPLOADS_BUSY_MESSAGE);
+          shed(request, UPLOADS_BUSY_MESSAGE, 'uploads');
         }
         uploads += 1;
         holdingUpload.add(request);

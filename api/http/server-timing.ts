@@ -1,3 +1,4 @@
+import { calculationStageDuration } from '../../engine/platform/metrics';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StageTimer } from '../../engine/calculations/stage-timing';
@@ -40,6 +41,10 @@ export function serverTiming(app: FastifyInstance): void {
     if (timing !== undefined) {
       if (!Number.isNaN(timing.done)) timing.timer.add('serialize', performance.now() - timing.done);
       reply.header('Server-Timing', timing.timer.header());
+      const calculation = (request.routeOptions.url ?? '').split('/').pop() ?? 'unknown';
+      for (const { stage, ms } of timing.timer.stages()) {
+        calculationStageDuration.observe({ calculation, stage }, ms / 1000);
+      }
     }
     return payload;
   });

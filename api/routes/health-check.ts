@@ -78,6 +78,8 @@ const healthCheckRoutes: FastifyPluginAsyncTypebox<{
   app.get(
     '/health_check',
     {
+      // Probes and balancers call it every few seconds: its requests are not logged (warnings are).
+      logLevel: 'warn',
       config: { auth: 'optional', anonymousRateLimit: false },
       schema: {
         tags: ['Service'],

@@ -40,7 +40,16 @@ export interface Config {
   loadShedPoolQueue: number;
   /** Uploads the API takes at once; the next answers 503 until one ends. */
   maxConcurrentUploads: number;
+  /** Port of this process's Prometheus metrics (GET /metrics); null: not served. */
+  metricsPort: number | null;
+  /** Interface the metrics port listens on. */
+  metricsHost: string;
+  /** Log lines for people (`pretty`) or for machines (`json`); null: pretty on a terminal, else json. */
+  logFormat: LogFormat | null;
 }
+
+export const LOG_FORMATS = ['pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Load shedding's defaults, for an app built without a full configuration (tests, benchmarks). */
 export const LOAD_SHEDDING_DEFAULTS = {
@@ -132,6 +141,24 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     name: 'LOG_LEVEL',
     default: 'info',
     description: `One of ${LOG_LEVELS.join(', ')}.`,
+  },
+  {
+    name: 'LOG_FORMAT',
+    default: 'pretty on a terminal, else json',
+    description:
+      '`pretty`: short readable lines (start-up marks, one line per request, warnings and errors marked); `json`: one JSON object per line (containers, systemd, CI). docs/operations.md lists the fields.',
+  },
+  {
+    name: 'METRICS_PORT',
+    default: 'unset (npm start: 9464 for the api, 9465 for the worker)',
+    description:
+      'Port of the process’s Prometheus metrics (`GET /metrics`), separate from the API’s; unset: not served. Under `npm start` the worker takes METRICS_PORT + 1.',
+  },
+  {
+    name: 'METRICS_HOST',
+    default: '127.0.0.1',
+    description:
+      'Interface of the metrics port (`0.0.0.0` where Prometheus scrapes from another host or container).',
   },
   {
     name: 'MAX_PAYLOAD_BYTES',
@@ -252,6 +279,14 @@ export function loadConfig(
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
   const temporalUiPort = integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
+  const logFormat = text(env, 'LOG_FORMAT', null)?.toLowerCase() ?? null;
+  if (logFormat !== null && !(LOG_FORMATS as readonly string[]).includes(logFormat)) {
+    throw new ConfigError('LOG_FORMAT', `must be one of ${LOG_FORMATS.join(', ')}, got "${logFormat}"`);
+  }
+  const metricsPort =
+    env.METRICS_PORT === undefined || env.METRICS_PORT.trim() === ''
+      ? null
+      : integer(env, 'METRICS_PORT', 0, 0, 65535);
   const temporalAddress = text(
     env,
     'TEMPORAL_ADDRESS',
@@ -321,6 +356,15 @@ export function loadConfig(
       1,
       10_000,
     ),
+    metricsPort,
+    metricsHost: text(
+      env,
+      'METRICS_HOST',
+      '127.0.0.1',
+      /^[A-Za-z0-9.:[\]-]+$/,
+      'must be a host name or IP address',
+    )!,
+    logFormat: logFormat as LogFormat | null,
     publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
       /\/+$/,
       '',

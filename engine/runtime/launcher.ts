@@ -2,7 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { ensureOwnerAccount } from '../identity/account-store';
+import { performance } from 'node:perf_hooks';
 import { type Config, ConfigError, loadConfig } from '../platform/config';
+import { logFormatOf } from '../platform/log-format';
 import { connectDatabase, migrateLatest } from '../platform/database';
 import { SEARCH_ATTRIBUTES } from '../workflows/run-input';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres';
@@ -15,6 +17,9 @@ import {
 } from './temporal-dev-server';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
+
+/** Marks a component ready: its name, since when it was starting, and a word on it. */
+type Mark = (component: string, since: number, detail: string) => void;
 const CHILD_STOP_GRACE_MS = 20_000;
 const API_READY_TIMEOUT_MS = 120_000;
 /** A child that fails more than 5 times within a minute is broken, not unlucky: the service stops. */
@@ -25,17 +30,69 @@ function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
+/** Where the api and worker processes first serve their metrics under `npm start`. */
+const DEFAULT_METRICS_PORT = 9464;
+
+/**
+ * The children's lines. On a terminal (pretty) they are held back until the banner, so the
+ * credentials a person must copy come first; a warning or an error is shown at once. In JSON they
+ * pass through as they come. `watch` sees every line (the launcher marks a component ready by it).
+ */
+class ChildOutput {
+  private held: string[] | null;
+  private readonly watchers: Array<(line: string) => void> = [];
+
+  constructor(pretty: boolean) {
+    this.held = pretty ? [] : null;
+  }
+
+  watch(watcher: (line: string) => void): void {
+    this.watchers.push(watcher);
+  }
+
+  line(text: string, stream: NodeJS.WritableStream): void {
+    for (const watcher of this.watchers) watcher(text);
+    if (this.held !== null && !/\b(WARN|ERROR|FATAL)\b|"level":(4|5|6)0/.test(text)) this.held.push(text);
+    else stream.write(`${text}\n`);
+  }
+
+  /** After the banner: what was held, then everything as it comes. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const text of held) process.stdout.write(`${text}\n`);
+  }
+}
+
+function forwardLines(from: NodeJS.ReadableStream, to: NodeJS.WritableStream, output: ChildOutput): void {
+  let pending = '';
+  from.on('data', (chunk: Buffer) => {
+    pending += chunk.toString();
+    let newline = pending.indexOf('\n');
+    while (newline >= 0) {
+      output.line(pending.slice(0, newline), to);
+      pending = pending.slice(newline + 1);
+      newline = pending.indexOf('\n');
+    }
+  });
+  from.on('end', () => {
+    if (pending !== '') output.line(pending, to);
+  });
+}
+
 /** Spawns an api or worker process on this Node (24, with the flags isolated-vm needs). */
-function spawnChild(entry: string, env: NodeJS.ProcessEnv): Instance {
+function spawnChild(entry: string, env: NodeJS.ProcessEnv, output: ChildOutput): Instance {
   const child = spawn(
     process.execPath,
     ['--no-node-snapshot', '--import', 'tsx', path.join(PROJECT_ROOT, entry)],
     {
       cwd: PROJECT_ROOT,
       env,
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  forwardLines(child.stdout!, process.stdout, output);
+  forwardLines(child.stderr!, process.stderr, output);
   const exited = new Promise<string>((resolve) =>
     child.once('exit', (code, signal) =>
       resolve(code !== null ? `exited with code ${code}` : `was killed by ${signal}`),
@@ -75,11 +132,12 @@ async function waitForApi(url: string, stopped: () => boolean): Promise<void> {
 async function startServices(
   config: Config,
   supervisor: Supervisor,
+  mark: Mark,
 ): Promise<{ databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null }> {
   mkdirSync(config.dataDir, { recursive: true });
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    say(`Starting the embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')}) …`);
+    const begun = performance.now();
     let url = '';
     await supervisor.start({
       name: 'postgres',
@@ -94,13 +152,14 @@ async function startServices(
       },
     });
     databaseUrl = url;
+    mark('PostgreSQL', begun, `embedded, data in ${path.join(config.dataDir, 'postgres')}`);
   }
   let temporalAddress = config.temporalAddress;
   let temporalUiUrl = config.temporalUiUrl;
   if (!temporalAddress) {
     const cliPath = findTemporalCli({ cliPath: config.temporalCliPath, projectRoot: PROJECT_ROOT });
     if (!cliPath) throw new TemporalCliMissingError();
-    say('Starting the embedded Temporal dev server …');
+    const begun = performance.now();
     let temporal: TemporalDevServer | undefined;
     await supervisor.start({
       name: 'temporal',
@@ -119,6 +178,7 @@ async function startServices(
     });
     temporalAddress = temporal!.address;
     temporalUiUrl = config.temporalUiUrl ?? temporal!.uiUrl;
+    mark('Temporal', begun, `embedded dev server at ${temporalAddress}`);
   }
   return { databaseUrl, temporalAddress, temporalUiUrl };
 }
@@ -140,6 +200,26 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+
+  const pretty = logFormatOf(config) === 'pretty';
+  const started = performance.now();
+  /** One line per component as it starts: a mark, its name and its time (JSON without a terminal). */
+  const mark: Mark = (component, since, detail) => {
+    const ms = performance.now() - since;
+    if (pretty) say(`  ✓ ${component.padEnd(11)} ${(ms / 1000).toFixed(1).padStart(5)} s  ${detail}`);
+    else
+      say(
+        JSON.stringify({
+          level: 30,
+          time: Date.now(),
+          component: 'launcher',
+          msg: `${component} ready`,
+          ms: Math.round(ms),
+          detail,
+        }),
+      );
+  };
+  const output = new ChildOutput(pretty);
 
   let stopping = false;
   const supervisor = new Supervisor({
@@ -167,9 +247,11 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
 
   try {
-    const services = await startServices(config, supervisor);
+    const services = await startServices(config, supervisor, mark);
     const db = connectDatabase(services.databaseUrl, 2);
+    const migrating = performance.now();
     await migrateLatest(db);
+    mark('Migrations', migrating, 'the database schema is current');
     const firstKey = await ensureOwnerAccount(db, {
       ownerEmail: config.ownerEmail,
       accountName: 'Default account',
@@ -178,47 +260,71 @@ async function main(): Promise<void> {
     if (stopping) return;
 
     // Children get the resolved addresses; everything else of their configuration is ours.
-    const env = {
+    const metricsPort = config.metricsPort ?? DEFAULT_METRICS_PORT;
+    const childEnv = (port: number) => ({
       ...process.env,
       DATABASE_URL: services.databaseUrl,
       TEMPORAL_ADDRESS: services.temporalAddress,
+      // Their output is a pipe to us: they keep the format this terminal (or LOG_FORMAT) asked for.
+      LOG_FORMAT: pretty ? 'pretty' : 'json',
+      METRICS_PORT: String(port),
       // The console links each run to the Temporal UI the launcher started (or was told of).
       ...(services.temporalUiUrl ? { TEMPORAL_UI_URL: services.temporalUiUrl } : {}),
-    };
+    });
     const needs = ['postgres', 'temporal'];
+    const workerBegun = performance.now();
+    let workerPolling = false;
+    output.watch((line) => {
+      if (!workerPolling && line.includes('polling task queue')) {
+        workerPolling = true;
+        mark('Worker', workerBegun, `polling task queue ${config.temporalTaskQueue}`);
+      }
+    });
     await supervisor.start({
       name: 'worker',
       needs,
-      start: () => Promise.resolve(spawnChild('workers/worker.ts', env)),
+      start: () => Promise.resolve(spawnChild('workers/worker.ts', childEnv(metricsPort + 1), output)),
     });
+    const apiBegun = performance.now();
     await supervisor.start({
       name: 'api',
       needs,
-      start: () => Promise.resolve(spawnChild('api/server.ts', env)),
+      start: () => Promise.resolve(spawnChild('api/server.ts', childEnv(metricsPort), output)),
     });
     const displayHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     const baseUrl = `http://${displayHost}:${config.port}/v2`;
     await waitForApi(`${baseUrl}/health_check`, () => stopping);
     if (stopping) return;
+    mark('API', apiBegun, `listening on ${baseUrl}`);
 
+    // The credentials first: on a terminal they are within the first 15 lines of `npm start`.
     say('');
-    say('Portfolio Analytics Service is running.');
+    say(
+      `Portfolio Analytics Service is running (started in ${((performance.now() - started) / 1000).toFixed(1)} s).`,
+    );
+    if (firstKey) {
+      say(`  Account SID:      ${firstKey.account_sid}`);
+      say(`  Auth token:       ${firstKey.auth_token}`);
+      say(`  Owner:            ${firstKey.owner_email}`);
+      say(
+        '  (First start: the owner account was created. Keep these credentials; they are shown only once.)',
+      );
+    }
     say(`  API base URL:     ${baseUrl}`);
     say(`  API docs:         ${baseUrl}/docs`);
     say(`  Web console:      http://${displayHost}:${config.port}/console`);
     say(`  Temporal UI:      ${services.temporalUiUrl ?? '(set TEMPORAL_UI_URL to show it here)'}`);
+    say(
+      `  Metrics:          http://${config.metricsHost}:${metricsPort}/metrics (api), :${metricsPort + 1}/metrics (worker)`,
+    );
     if (firstKey) {
-      say('');
-      say('First start: the owner account was created. Keep these credentials; they are shown only once.');
-      say(`  Owner:            ${firstKey.owner_email}`);
-      say(`  Account SID:      ${firstKey.account_sid}`);
-      say(`  Auth token:       ${firstKey.auth_token}`);
       say(
         `  Try:  curl -H "Authorization: Bearer ${firstKey.account_sid}:${firstKey.auth_token}" ${baseUrl}/workspaces`,
       );
     }
-    say('');
     say('Press Ctrl+C to stop.');
+    say('');
+    output.release();
   } catch (error) {
     console.error(`Start-up failed: ${error instanceof Error ? error.message : String(error)}`);
     await shutdown(1);

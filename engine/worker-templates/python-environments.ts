@@ -1,3 +1,4 @@
+import { pythonEnvironmentBuilds } from '../platform/metrics';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -80,8 +81,22 @@ export async function ensureEnvironment(
   const dir = environmentDir(root, hash);
   if (environmentReady(root, hash)) {
     const frozen = await readFile(path.join(dir, FREEZE_FILE), 'utf8').catch(() => '');
+    pythonEnvironmentBuilds.inc({ result: 'reused' });
     return { ok: true, dir, log: tail(`Already built on this machine. Installed:\n${frozen}`) };
   }
+  const built = await buildEnvironment(root, runtime, requirements, hash, dir);
+  pythonEnvironmentBuilds.inc({ result: built.ok ? 'built' : 'failed' });
+  return built;
+}
+
+/** The build itself (ensureEnvironment counts its result). */
+async function buildEnvironment(
+  root: string,
+  runtime: PythonRuntime,
+  requirements: readonly string[],
+  hash: string,
+  dir: string,
+): Promise<BuildOutcome> {
   await mkdir(root, { recursive: true });
   const work = path.join(root, `.build-${hash.slice(0, 16)}-${randomBytes(4).toString('hex')}`);
   const log: string[] = [];

@@ -1,3 +1,4 @@
+import { runDuration, runsFinished, runsStarted } from '../platform/metrics';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { CredentialType } from '../platform/principal';
@@ -190,6 +191,7 @@ export async function insertWorkflowExecution(
   const [row] = (await db('workflow_executions')
     .insert(rows.execution)
     .returning('*')) as WorkflowExecutionRow[];
+  runsStarted.inc({ trigger: input.trigger });
   return row!;
 }
 
@@ -218,6 +220,7 @@ export async function insertWorkflowExecutionWith(
     .with('execution', db('workflow_executions').insert(rows.execution).returning('*'))
     .select('*')
     .from('execution')) as WorkflowExecutionRow[];
+  runsStarted.inc({ trigger: input.trigger });
   return row!;
 }
 
@@ -443,7 +446,8 @@ export async function endWorkflowExecution(
     failure?: RunFailure | null;
   },
 ): Promise<WorkflowExecutionRow> {
-  return db.transaction(async (trx) => {
+  let ended: WorkflowExecutionRow | null = null;
+  const row = await db.transaction(async (trx) => {
     const execution = (await trx('workflow_executions').where({ id }).forUpdate().first()) as
       WorkflowExecutionRow | undefined;
     if (!execution) throw new NotFound(`Workflow execution ${id} not found.`);
@@ -502,6 +506,14 @@ export async function endWorkflowExecution(
         version: trx.raw('version + 1'),
       })
       .returning('*')) as WorkflowExecutionRow[];
+    ended = row!;
     return row!;
   });
+  // Counted once the end has committed, and only by the close that ended the run.
+  if (ended !== null) {
+    const labels = { trigger: row.trigger, status: row.run_status };
+    runsFinished.inc(labels);
+    if (row.duration !== null && row.duration !== undefined) runDuration.observe(labels, row.duration);
+  }
+  return row;
 }

@@ -637,11 +637,13 @@ describe('built-in worker templates', () => {
   });
   const { call } = h;
   const FOLDERS = [
+    'backtest',
     'barrier',
     'custom-script',
     'exposure',
     'forker',
     'generate-report',
+    'marginal-tracking-error',
     'parametric-risk-attribution',
     'properties',
     'python-custom-script',

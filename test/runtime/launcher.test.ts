@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
@@ -8,6 +8,19 @@ import path from 'node:path';
 import { newId } from '../../engine/platform/ids';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+
+/** A free port whose next one is free too (the worker's metrics take METRICS_PORT + 1). */
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    const server = createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port + 1, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free && port < 65535) return port;
+  }
+}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -146,6 +159,7 @@ describe('launcher', () => {
       EMBEDDED_POSTGRES_PORT: String(await freePort()),
       TEMPORAL_DEV_PORT: String(await freePort()),
       TEMPORAL_UI_PORT: String(await freePort()),
+      METRICS_PORT: String(await freePortPair()),
       LOG_LEVEL: 'warn',
       // The outage test's load must meet 503s, not the rate limit.
       RATE_LIMIT_PER_MINUTE: '100000',
@@ -179,6 +193,21 @@ describe('launcher', () => {
     });
     const ui = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/`);
     expect(ui.status).toBe(200);
+    // Without a terminal the start lines are JSON, and each process serves its metrics (issue 32).
+    expect(out).toMatch(/^\{"level":30,.*"component":"launcher","msg":"Migrations ready"/m);
+    expect(out).toContain(`Metrics:          http://127.0.0.1:${env.METRICS_PORT}/metrics (api)`);
+    const apiMetrics = await (await fetch(`http://127.0.0.1:${env.METRICS_PORT}/metrics`)).text();
+    expect(apiMetrics).toMatch(
+      /pas_http_request_duration_seconds_count\{process="api",method="GET",route="\/v2\/health_check",status_class="2xx"\} [1-9]/,
+    );
+    const workerMetrics = await (
+      await fetch(`http://127.0.0.1:${Number(env.METRICS_PORT) + 1}/metrics`)
+    ).text();
+    expect(workerMetrics).toMatch(
+      /^pas_db_pool_connections\{(?=[^}]*process="worker")(?=[^}]*state="idle")[^}]*\} \d+/m,
+    );
+    // The Temporal SDK's own worker series, from its core, on the same scrape.
+    expect(workerMetrics).toMatch(/^temporal_worker_task_slots_available\{/m);
     const created = await fetch(`${baseUrl}/workspaces`, {
       method: 'POST',
       headers: { authorization: `Bearer ${sid}:${token}`, 'content-type': 'application/json' },
@@ -471,4 +500,60 @@ describe('launcher', () => {
     expect(code).toBe(2);
     expect(stderr).toContain('Invalid configuration: RATE_LIMIT_PER_MINUTE must be an integer, got "lots"');
   }, 60_000);
+  test('in a terminal: one line per component, the credentials within the first 15 lines, requests as short lines, no bundle listing', async () => {
+    const fresh = await mkdtemp(path.join(ROOT, '.test-data', 'launcher-tty-'));
+    const ports = {
+      PORT: String(await freePort()),
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      TEMPORAL_DEV_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      METRICS_PORT: String(await freePortPair()),
+    };
+    // script(1) gives `npm start` a pseudo-terminal, as a person's shell would.
+    const child = spawn('script', ['-qfec', 'npm start', '/dev/null'], {
+      cwd: ROOT,
+      env: { ...process.env, ...ports, DATA_DIR: fresh, LOG_FORMAT: '', LOG_LEVEL: 'info', TERM: 'xterm' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      const deadline = Date.now() + 150_000;
+      while (!output.includes('Press Ctrl+C to stop.')) {
+        if (child.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
+        if (Date.now() > deadline) throw new Error(`npm start did not start:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const sid = /Account SID:\s+(sid_[A-Za-z0-9]{25})/.exec(output)![1]!;
+      const token = /Auth token:\s+([A-Za-z0-9]{40})/.exec(output)![1]!;
+      const res = await fetch(`http://127.0.0.1:${ports.PORT}/v2/workspaces`, {
+        headers: { authorization: `Bearer ${sid}:${token}` },
+      });
+      expect(res.status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const lines = output.replace(/\r/g, '').split('\n');
+      mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });
+      writeFileSync(path.join(ROOT, 'test-artifacts', 'npm-start-terminal.txt'), lines.join('\n'));
+      const first15 = lines.slice(0, 15).join('\n');
+      for (const component of ['PostgreSQL', 'Migrations', 'Temporal', 'Worker', 'API']) {
+        expect(first15).toMatch(new RegExp(`✓ ${component} +\\d+\\.\\d s`));
+      }
+      expect(first15).toContain('Account SID:');
+      expect(first15).toContain('Auth token:');
+      expect(output).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}api +GET \/v2\/workspaces 200 [\d.]+ ms$/m);
+      expect(output).not.toMatch(/modules by path|webpack [\d.]+ compiled/);
+      expect(output).not.toMatch(/^\{"level"/m);
+      expect(output).not.toContain('health_check');
+    } finally {
+      // Ctrl+C, as a person stops it; the whole group if it has not stopped within 60 s.
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.stdin!.write('\u0003');
+      const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 60_000);
+      await exited;
+      clearTimeout(timer);
+      await rm(fresh, { recursive: true, force: true });
+    }
+  }, 200_000);
 });

@@ -240,6 +240,8 @@ describe('built-in worker templates in workflows', () => {
       expect(api.statusCode).toBe(200);
       expect(backtest.backtest).toEqual(api.json().backtest);
       await expectTabled(backtest, api.json().backtest, 'Backtest of Book');
+      // The other tests list the workspace's portfolios: only Book.
+      expect((await h.call('DELETE', `/v2/portfolios/${benchmarkId}`)).statusCode).toBe(200);
     });
 
     test.each([

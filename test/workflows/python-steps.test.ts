@@ -1,3 +1,4 @@
+import { registry } from '../../engine/platform/metrics';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { publishBuiltinTemplates, builtinTemplateId } from '../../engine/worker-templates/builtin-templates';
@@ -80,6 +81,64 @@ describe('Python steps in workflows', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+
+  test('metrics (issue 32): runs by trigger and status, steps by runtime and outcome, a Python limit kill', async () => {
+    const read = async (name: string, labels: Record<string, string>, series = name) => {
+      const { values } = await registry.getSingleMetric(name)!.get();
+      const found = values.find(
+        (v) =>
+          ((v as { metricName?: string }).metricName ?? name) === series &&
+          Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l),
+      );
+      return found?.value ?? 0;
+    };
+    const snapshot = async () => ({
+      started: await read('pas_runs_started_total', { trigger: 'API' }),
+      succeeded: await read('pas_runs_finished_total', { trigger: 'API', status: 'SUCCEEDED' }),
+      failed: await read('pas_runs_finished_total', { trigger: 'API', status: 'FAILED' }),
+      runSeconds: await read(
+        'pas_run_duration_seconds',
+        { trigger: 'API', status: 'FAILED' },
+        'pas_run_duration_seconds_count',
+      ),
+      jsCompleted: await read(
+        'pas_step_duration_seconds',
+        { runtime: 'javascript', outcome: 'completed' },
+        'pas_step_duration_seconds_count',
+      ),
+      pythonError: await read(
+        'pas_step_duration_seconds',
+        { runtime: 'python', outcome: 'error' },
+        'pas_step_duration_seconds_count',
+      ),
+      pythonTimeout: await read('pas_sandbox_limit_kills_total', { runtime: 'python', limit: 'timeout' }),
+    });
+    const before = await snapshot();
+    const slow = await publish({
+      name: 'Too slow (Python)',
+      script_runtime: 'python3.11',
+      script_entry_point: 'main',
+      timeout_seconds: 1,
+      script: ['import time', '', 'def main(args):', '    time.sleep(5)', '    return 1'].join('\n'),
+    });
+    const ok = await chain('Metrics ok', [{ type: 'BASIC', script: 'function main() { return 1 }' }]);
+    const failing = await chain('Metrics limit', [{ type: 'BASIC', template_id: slow.id }]);
+    expect((await runToEnd(ok.workflow.id)).run_status).toBe('SUCCEEDED');
+    expect((await runToEnd(failing.workflow.id)).run_status).toBe('FAILED');
+    const after = await snapshot();
+    expect({
+      started: after.started - before.started,
+      succeeded: after.succeeded - before.succeeded,
+      failed: after.failed - before.failed,
+      runSeconds: after.runSeconds - before.runSeconds,
+      pythonError: after.pythonError - before.pythonError,
+      pythonTimeout: after.pythonTimeout - before.pythonTimeout,
+    }).toEqual({ started: 2, succeeded: 1, failed: 1, runSeconds: 1, pythonError: 1, pythonTimeout: 1 });
+    // The script step of the run that succeeded (a STARTER or ENDER without a script runs none).
+    expect(after.jsCompleted - before.jsCompleted).toBe(1);
+    const text = await registry.metrics();
+    expect(text).toMatch(/pas_python_environment_builds_total\{result="(built|reused)"\} \d+/);
+  });
 
   test('JavaScript and Python steps mix in one run: same arguments, results passed on, logs kept', async () => {
     const template = await publish({

@@ -1,3 +1,4 @@
+import { sandboxLimitKills, stepDuration } from '../../engine/platform/metrics';
 import {
   activityInfo,
   CancelledFailure,
@@ -71,6 +72,8 @@ export interface WorkerActivityOptions {
   workflows?: WorkflowRunner | null;
 }
 
+/** The sandbox outcomes that are a limit stopping the step (pas_sandbox_limit_kills_total). */
+const LIMIT_KINDS: ReadonlySet<string> = new Set(['timeout', 'memory', 'output']);
 /** A quarter of the interpreter's 20-second heartbeat timeout, so a long script never looks lost. */
 const HEARTBEAT_INTERVAL_MS = 5_000;
 
@@ -490,6 +493,14 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
         throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
       outcome = { ...outcome, logs: journal.withLogs(outcome.logs) };
+      const runtime = program.python ? 'python' : 'javascript';
+      stepDuration.observe(
+        { runtime, outcome: outcome.ok ? 'completed' : 'error' },
+        outcome.wallTimeMs / 1000,
+      );
+      if (!outcome.ok && LIMIT_KINDS.has(outcome.error.kind)) {
+        sandboxLimitKills.inc({ runtime, limit: outcome.error.kind });
+      }
       return outcome.ok
         ? end('COMPLETED', outcome.result, null, outcome)
         : end('ERROR', null, describeFailure(outcome), outcome);
