@@ -1,3 +1,5 @@
+import { type Span, SpanStatusCode } from '@opentelemetry/api';
+import { startRequestSpan, tracingEnabled } from '../engine/platform/tracing';
 import { prettyStream } from '../engine/platform/log-format';
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import compress from '@fastify/compress';
@@ -119,6 +121,25 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     trustProxy: deps.config.trustProxy,
     schemaController: { compilersFactory: { buildValidator: validatorsByPart() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  if (tracingEnabled()) {
+    const spans = new WeakMap<object, Span>();
+    app.addHook('onRequest', async (request) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      const span = startRequestSpan(`${request.method} ${route}`, request.headers, {
+        'http.request.method': request.method,
+        'http.route': route,
+      });
+      if (span) spans.set(request, span);
+    });
+    app.addHook('onResponse', async (request, reply) => {
+      const span = spans.get(request);
+      if (!span) return;
+      span.setAttribute('http.response.status_code', reply.statusCode);
+      if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    });
+  }
 
   if (pretty) {
     app.addHook('onResponse', async (request, reply) => {

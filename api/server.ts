@@ -12,6 +12,7 @@ import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workfl
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { temporalHealthProbe } from '../engine/platform/dependency-health';
 import { setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
+import { startTracing, stopTracing, temporalPlugins, traceQueries } from '../engine/platform/tracing';
 import { buildApp } from './app';
 
 /** API process entry: `npm run start:api` (stateless; scale out by running more of these). */
@@ -20,7 +21,11 @@ async function main(): Promise<void> {
   if (!config.databaseUrl || !config.temporalAddress) {
     throw new Error('The API process needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets both).');
   }
+  if (config.otelEndpoint !== null) {
+    startTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName ?? 'pas-api' });
+  }
   const db = connectDatabase(config.databaseUrl);
+  traceQueries(db);
   setProcessRole('api');
   watchPool(db);
   await migrateLatest(db);
@@ -29,7 +34,7 @@ async function main(): Promise<void> {
   await publishBuiltinTemplates(db);
   // Lazy: the API starts and accepts runs while Temporal is down (they wait in the run outbox).
   const connection = lazyTemporalConnection(config.temporalAddress);
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const client = new Client({ connection, namespace: config.temporalNamespace, plugins: temporalPlugins() });
   // Before listening: the probe takes about a second and would otherwise compete with requests.
   const simulation = await startSimulationEngine(config, db);
   const workflows = temporalWorkflowRunner(client, config.temporalTaskQueue);
@@ -80,6 +85,7 @@ async function main(): Promise<void> {
     await connection.close();
     await simulation.backend.close();
     await db.destroy();
+    await stopTracing();
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

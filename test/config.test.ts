@@ -31,6 +31,8 @@ describe('configuration', () => {
       metricsPort: null,
       metricsHost: '127.0.0.1',
       logFormat: null,
+      otelEndpoint: null,
+      otelServiceName: null,
     });
   });
 

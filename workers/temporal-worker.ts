@@ -6,6 +6,7 @@ import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-ru
 import type { SandboxLimits } from '../plugins/sandbox/script-sandbox';
 import { createTriggerActivities } from './activities/trigger-activities';
 import { createWorkerActivities } from './activities/worker-activities';
+import { temporalPlugins } from '../engine/platform/tracing';
 
 /**
  * A Temporal Worker polling `taskQueue` with the interpreter and scheduled-launcher workflows
@@ -45,6 +46,8 @@ export async function createTemporalWorker(options: {
       }),
       ...createTriggerActivities(options.db, runner),
     },
+    // Temporal's OpenTelemetry interceptors while tracing is on (engine/platform/tracing.ts).
+    plugins: temporalPlugins(),
     // Workers share the host with the sandbox isolates; keep concurrency within 2 cores.
     maxConcurrentActivityTaskExecutions: 8,
   });

@@ -12,6 +12,7 @@ import { createTemporalWorker } from './temporal-worker';
 import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
 import { installTemporalRuntime } from './temporal-runtime';
+import { startTracing, stopTracing, temporalPlugins, traceQueries } from '../engine/platform/tracing';
 
 /** Worker process entry: `npm run start:worker` (scale out by running more of these). */
 async function main(): Promise<void> {
@@ -20,7 +21,11 @@ async function main(): Promise<void> {
   if (!config.databaseUrl || !config.temporalAddress) {
     throw new Error('The worker process needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets both).');
   }
+  if (config.otelEndpoint !== null) {
+    startTracing({ endpoint: config.otelEndpoint, serviceName: config.otelServiceName ?? 'pas-worker' });
+  }
   const db = connectDatabase(config.databaseUrl);
+  traceQueries(db);
   setProcessRole('worker');
   watchPool(db);
   // The Temporal SDK's own worker metrics (task latencies, schedule-to-start, sticky cache) come from
@@ -38,7 +43,11 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   // Scheduled launches record and start runs through a client, as the API does.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });
-  const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
+  const client = new Client({
+    connection: clientConnection,
+    namespace: config.temporalNamespace,
+    plugins: temporalPlugins(),
+  });
   // Scripts' runStressTest and runRiskAttribution simulate here: CALC_BACKEND=auto (the default)
   // times typed, threads (CALC_THREADS, default os.availableParallelism()) and gpujs at start.
   const simulation = await startSimulationEngine(config, db);
@@ -87,6 +96,7 @@ async function main(): Promise<void> {
   await connection.close();
   await simulation.backend.close();
   await db.destroy();
+  await stopTracing();
 }
 
 main().catch((error: unknown) => {

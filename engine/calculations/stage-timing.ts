@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { inSpan, inSpanSync } from '../platform/tracing';
 
 /**
  * The stages of a calculation request, in the order they run (issue 20: where the API time goes).
@@ -37,7 +38,8 @@ export class StageTimer {
   async time<T>(stage: Stage, work: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      return await work();
+      // A span per stage when tracing is on (engine/platform/tracing.ts), under the request's.
+      return await inSpan(`calc ${stage}`, work, { 'calc.stage': stage });
     } finally {
       this.add(stage, performance.now() - started);
     }
@@ -47,7 +49,7 @@ export class StageTimer {
   timeSync<T>(stage: Stage, work: () => T): T {
     const started = performance.now();
     try {
-      return work();
+      return inSpanSync(`calc ${stage}`, work, { 'calc.stage': stage });
     } finally {
       this.add(stage, performance.now() - started);
     }

@@ -46,6 +46,10 @@ export interface Config {
   metricsHost: string;
   /** Log lines for people (`pretty`) or for machines (`json`); null: pretty on a terminal, else json. */
   logFormat: LogFormat | null;
+  /** OTLP/HTTP base address traces go to; null: no tracing. */
+  otelEndpoint: string | null;
+  /** `service.name` of the traces; null: pas-api or pas-worker. */
+  otelServiceName: string | null;
 }
 
 export const LOG_FORMATS = ['pretty', 'json'] as const;
@@ -159,6 +163,17 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     default: '127.0.0.1',
     description:
       'Interface of the metrics port (`0.0.0.0` where Prometheus scrapes from another host or container).',
+  },
+  {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    default: 'unset (no tracing)',
+    description:
+      'OTLP/HTTP base address (e.g. `http://otel-collector:4318`): traces of API requests, run workflows, steps, calculation stages and SQL go to `<it>/v1/traces`. Unset: no span is made.',
+  },
+  {
+    name: 'OTEL_SERVICE_NAME',
+    default: '`pas-api` or `pas-worker`',
+    description: 'The `service.name` of the process’s traces.',
   },
   {
     name: 'MAX_PAYLOAD_BYTES',
@@ -365,6 +380,8 @@ export function loadConfig(
       'must be a host name or IP address',
     )!,
     logFormat: logFormat as LogFormat | null,
+    otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    otelServiceName: text(env, 'OTEL_SERVICE_NAME', null),
     publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
       /\/+$/,
       '',

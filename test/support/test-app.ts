@@ -1,3 +1,4 @@
+import { temporalPlugins } from '../../engine/platform/tracing';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
@@ -52,7 +53,7 @@ export async function createTestApp(
   const connection = options.temporalAddress
     ? lazyTemporalConnection(options.temporalAddress)
     : await connectTemporal({ address: temporalAddress() });
-  const temporal = new Client({ connection, namespace: 'default' });
+  const temporal = new Client({ connection, namespace: 'default', plugins: temporalPlugins() });
   const app = await buildApp({
     config: {
       rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000,
