@@ -51,13 +51,15 @@ async function main(): Promise<void> {
   // Scripts' runStressTest and runRiskAttribution simulate here: CALC_BACKEND=auto (the default)
   // times typed, threads (CALC_THREADS, default os.availableParallelism()) and gpujs at start.
   const simulation = await startSimulationEngine(config, db);
-  log.info(`calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`);
+  log.info(
+    `worker: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,
+  );
   // Python templates' virtualenvs: PENDING ones are built here in the background.
   const pythonEnvironments = path.join(config.dataDir, 'python-environments');
   const builder = startEnvironmentBuilder(db, pythonEnvironments, {
     onError: (error) =>
       log.error(
-        `Python environment build pass failed: ${error instanceof Error ? error.message : String(error)}`,
+        `worker: Python environment build pass failed: ${error instanceof Error ? error.message : String(error)}`,
       ),
   });
   const worker = await createTemporalWorker({
@@ -73,20 +75,22 @@ async function main(): Promise<void> {
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  log.info(`polling task queue ${config.temporalTaskQueue}`);
+  log.info(`worker: polling task queue ${config.temporalTaskQueue}`);
   const metrics =
     config.metricsPort === null
       ? null
       : await startMetricsServer(config.metricsHost, config.metricsPort, async () =>
           temporalMetrics === null ? '' : (await fetch(`http://127.0.0.1:${temporalMetrics}/metrics`)).text(),
         );
-  if (metrics !== null) log.info(`metrics on http://${config.metricsHost}:${metrics.port}/metrics`);
+  if (metrics !== null) log.info(`worker: metrics on http://${config.metricsHost}:${metrics.port}/metrics`);
   // Schedules lost or left over (a save whose commit failed, a restored database) are fixed here;
   // in the background, so a slow Temporal never delays polling.
   reconcileSchedules(db, temporalWorkflowRunner(client, config.temporalTaskQueue).schedules).then(
-    (report) => log.info('schedules reconciled', { report }),
+    (report) => log.info('worker: schedules reconciled', { report }),
     (error: unknown) =>
-      log.error(`schedule reconciliation failed: ${error instanceof Error ? error.message : String(error)}`),
+      log.error(
+        `worker: schedule reconciliation failed: ${error instanceof Error ? error.message : String(error)}`,
+      ),
   );
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();

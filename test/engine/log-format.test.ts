@@ -61,7 +61,7 @@ describe('log format', () => {
       isTTY: false,
     } as unknown as NodeJS.WritableStream;
     processLog('json', 'worker', sink).warn('slow', { ms: 5 });
-    processLog('pretty', 'worker', sink).info('polling task queue q');
+    processLog('pretty', 'worker', sink).info('worker: polling task queue q');
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, component: 'worker', msg: 'slow', ms: 5 });
     expect(lines[1]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}worker polling task queue q\n$/);
   });
