@@ -143,6 +143,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   if (pretty) {
     app.addHook('onResponse', async (request, reply) => {
+      // Probes and the launcher poll it every few seconds, and it answers 503 while starting.
+      if (request.routeOptions.url === '/v2/health_check') return;
       const request_ = {
         method: request.method,
         route: redactedUrl(request.url),

@@ -9,7 +9,6 @@ import {
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import {
   BasicTracerProvider,
@@ -19,6 +18,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import type { Database } from './database';
+import { OtlpJsonSpanExporter } from './otlp-json-exporter';
 
 /**
  * OpenTelemetry traces over OTLP (issue 32). With `OTEL_EXPORTER_OTLP_ENDPOINT` set, each process
@@ -50,12 +50,12 @@ let active: Tracing | null = null;
 export const tracesUrl = (endpoint: string): string => `${endpoint.replace(/\/+$/, '')}/v1/traces`;
 
 /**
- * Registers the process's tracer provider exporting to `endpoint` (OTLP over HTTP, JSON). `batch`
+ * Registers the process's tracer provider exporting to `endpoint` (OTLP over HTTP, JSON encoding). `batch`
  * false exports each span as it ends (tests). Idempotent per process: a second call is ignored.
  */
 export function startTracing(options: { endpoint: string; serviceName: string; batch?: boolean }): void {
   if (active !== null) return;
-  const exporter = new OTLPTraceExporter({ url: tracesUrl(options.endpoint) });
+  const exporter = new OtlpJsonSpanExporter(tracesUrl(options.endpoint));
   const processor =
     options.batch === false ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter);
   const resource = new Resource({ 'service.name': options.serviceName });

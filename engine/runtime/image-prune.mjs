@@ -90,6 +90,10 @@ export function pruneRules(modules) {
       paths: [at('gpu.js', 'dist')],
     },
     {
+      why: "OpenTelemetry's esnext builds: Node loads build/src (their main) and the workflow bundle build/esm (webpack's module field); nothing reads the esnext field",
+      paths: othersIn(at('@opentelemetry'), () => false).map((pkg) => path.join(pkg, 'build', 'esnext')),
+    },
+    {
       why: 'type declarations, source maps and Markdown: nothing loads them at run time',
       paths: filesMatching(modules, /(\.d\.[cm]?ts|\.map|\.md|\.markdown)$/i).filter(
         (file) => !/^(license|licence|copying)/i.test(path.basename(file)),

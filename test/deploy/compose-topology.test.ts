@@ -31,6 +31,7 @@ const ports: TopologyPorts = {
   postgres: 41001,
   nginx: 41002,
   api: [41003, 41004],
+  metrics: { api: [41005, 41006], worker: [41007, 41008], temporal: 41009 },
   temporal: Object.fromEntries(
     TEMPORAL_PORT_VARIABLES.map((name, i) => [name, 21001 + i]),
   ) as TopologyPorts['temporal'],
@@ -53,11 +54,19 @@ describe('docker-compose.yml as loopback processes', () => {
       const changed = Object.keys(composed).filter((key) => composed[key] !== env[key]);
       expect(changed.sort()).toEqual(
         (name === 'api'
-          ? ['DATABASE_URL', 'HOST', 'PORT', 'TEMPORAL_ADDRESS']
-          : ['DATABASE_URL', 'TEMPORAL_ADDRESS']
+          ? ['DATABASE_URL', 'HOST', 'PORT', 'TEMPORAL_ADDRESS', 'METRICS_PORT', 'METRICS_HOST']
+          : name === 'worker'
+            ? ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'METRICS_PORT', 'METRICS_HOST']
+            : ['DATABASE_URL', 'TEMPORAL_ADDRESS']
         ).sort(),
       );
       if (name === 'api') expect(env).toMatchObject({ HOST: '127.0.0.1', PORT: String(ports.api[1]) });
+      if (name !== 'migrate') {
+        expect(env).toMatchObject({
+          METRICS_HOST: '127.0.0.1',
+          METRICS_PORT: String(ports.metrics[name][1]),
+        });
+      }
       expect(Object.values(env).filter(namesComposeHost)).toEqual([]);
     },
   );
@@ -73,13 +82,21 @@ describe('docker-compose.yml as loopback processes', () => {
       TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
       NUM_HISTORY_SHARDS: composed.NUM_HISTORY_SHARDS,
       DYNAMIC_CONFIG_FILE_PATH: '/tmp/dc.yaml',
+      PROMETHEUS_ENDPOINT: `127.0.0.1:${ports.metrics.temporal}`,
     });
     for (const name of TEMPORAL_PORT_VARIABLES) expect(env[name]).toBe(String(ports.temporal[name]));
     const unchanged = Object.keys(composed).filter((key) => composed[key] === env[key]);
     expect(unchanged.sort()).toEqual(
       Object.keys(composed)
         .filter(
-          (key) => !['POSTGRES_SEEDS', 'DB_PORT', 'BIND_ON_IP', 'DYNAMIC_CONFIG_FILE_PATH'].includes(key),
+          (key) =>
+            ![
+              'POSTGRES_SEEDS',
+              'DB_PORT',
+              'BIND_ON_IP',
+              'DYNAMIC_CONFIG_FILE_PATH',
+              'PROMETHEUS_ENDPOINT',
+            ].includes(key),
         )
         .sort(),
     );

@@ -11,10 +11,12 @@ import {
   appProcess,
   COMPOSE_VARIABLES,
   environmentOf,
+  prometheusTargets,
   service,
   temporalServerEnvironment,
 } from '../support/compose-topology';
 import { imagePath, Podman, prepareImage, startImageDeployment } from '../support/container-image';
+import { dashboardMetricNames } from '../support/dashboard';
 import { pas } from '../support/pas-cli';
 import {
   EXPECTED_SCENARIOS,
@@ -580,6 +582,62 @@ describe('the compose topology as processes', () => {
       ).toBe(1);
     }
   }, 300_000);
+
+  test('Prometheus, as monitoring/prometheus.yml scrapes it: both api replicas, both workers and the Temporal server answer, and the counters move', async () => {
+    const targets = prometheusTargets(t.ports);
+    expect(targets.map((target) => target.job).sort()).toEqual(
+      ['pas-api', 'pas-api', 'pas-worker', 'pas-worker', 'temporal'].sort(),
+    );
+    /** Σ of every sample of `name` (all labels) at each target. */
+    const scrape = async () =>
+      Promise.all(
+        targets.map(async ({ job, url }) => {
+          const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+          expect({ url, status: res.status }).toEqual({ url, status: 200 });
+          return { job, url, text: await res.text() };
+        }),
+      );
+    const total = (text: string, name: string) =>
+      text
+        .split('\n')
+        .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    const before = await scrape();
+    const workflow = await store({
+      name: 'Scraped',
+      workers: twoSteps('function main() { return { n: 1 }; }'),
+    });
+    for (let i = 0; i < 6; i++) expect((await call('GET', '/v2/workspaces')).status).toBe(200);
+    const runs = await Promise.all([startRun(workflow), startRun(workflow)]);
+    for (const id of runs) expect((await ended(workflow, id)).run_status).toBe('SUCCEEDED');
+    const after = await scrape();
+    const moved = (job: string, name: string) =>
+      after
+        .filter((a) => a.job === job)
+        .map((a) => total(a.text, name) - total(before.find((b) => b.url === a.url)!.text, name));
+    // nginx sends the requests round-robin: both replicas answered some.
+    expect(moved('pas-api', 'pas_http_request_duration_seconds_count').every((n) => n > 0)).toBe(true);
+    expect(moved('pas-worker', 'pas_runs_finished_total').reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(
+      2,
+    );
+    expect(
+      moved('pas-worker', 'pas_step_duration_seconds_count').reduce((a, b) => a + b, 0),
+    ).toBeGreaterThanOrEqual(2);
+    for (const worker of after.filter((a) => a.job === 'pas-worker')) {
+      expect(worker.text).toMatch(/^temporal_worker_task_slots_available\{/m);
+      expect(worker.text).toContain('process="worker"');
+    }
+    // Every Temporal SDK series the dashboard graphs is in a worker's scrape, now that runs have run.
+    const workerText = after
+      .filter((a) => a.job === 'pas-worker')
+      .map((a) => a.text)
+      .join('\n');
+    const temporalSeries = dashboardMetricNames().filter((name) => name.startsWith('temporal_'));
+    expect(temporalSeries.length).toBeGreaterThanOrEqual(4);
+    expect(temporalSeries.filter((name) => !new RegExp(`^${name}[{ ]`, 'm').test(workerText))).toEqual([]);
+    const server = after.find((a) => a.job === 'temporal')!;
+    expect(server.text).toMatch(/^# TYPE \w+ (counter|histogram|gauge)/m);
+  });
 
   test('`temporal workflow list` against the cluster shows the runs, a failed run as Failed', async () => {
     const ok = await store({

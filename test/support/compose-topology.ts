@@ -155,11 +155,16 @@ export function imageEnvironment(dockerfile = path.join(ROOT, 'Dockerfile')): Re
 
 export const LOOPBACK = '127.0.0.1';
 
+/** The port every api and worker container serves its Prometheus metrics on (monitoring/prometheus.yml). */
+export const METRICS_CONTAINER_PORT = '9464';
+
 export interface TopologyPorts {
   postgres: number;
   temporal: TemporalPorts;
   api: number[];
   nginx: number;
+  /** Each replica's metrics port (METRICS_PORT 9464 in every container), and the server's. */
+  metrics: { api: number[]; worker: number[]; temporal: number };
 }
 
 /** The variables of the server's config template that set its ports. */
@@ -227,6 +232,16 @@ export function appProcess(
     if (env.PORT !== '8080') throw new Error(`the api listens on ${env.PORT}, expected 8080`);
     env.PORT = String(ports.api[replica]);
   }
+  // Every container serves its metrics on 9464; on one host each replica takes its own port.
+  if (env.METRICS_PORT !== undefined && name !== 'migrate') {
+    if (env.METRICS_PORT !== METRICS_CONTAINER_PORT) {
+      throw new Error(
+        `the ${name} serves metrics on ${env.METRICS_PORT}, expected ${METRICS_CONTAINER_PORT}`,
+      );
+    }
+    env.METRICS_PORT = String(ports.metrics[name][replica]);
+    env.METRICS_HOST = mapBind(env.METRICS_HOST ?? '');
+  }
   return { command: commandOf(svc), env };
 }
 
@@ -245,6 +260,9 @@ export function temporalServerEnvironment(
   }
   env.DB_PORT = String(ports.postgres);
   env.TEMPORAL_BROADCAST_ADDRESS = LOOPBACK;
+  // Its Prometheus endpoint (0.0.0.0:8000 in the container) on a loopback port of its own.
+  if (env.PROMETHEUS_ENDPOINT !== undefined)
+    env.PROMETHEUS_ENDPOINT = `${LOOPBACK}:${ports.metrics.temporal}`;
   for (const variable of TEMPORAL_PORT_VARIABLES) env[variable] = String(ports.temporal[variable]);
   const dynamicConfig = configContent(compose, svc, env.DYNAMIC_CONFIG_FILE_PATH ?? '');
   env.DYNAMIC_CONFIG_FILE_PATH = dynamicConfigFile;
@@ -325,4 +343,42 @@ export function postgresSettings(compose: Compose): { user: string; password: st
   const env = environmentOf(service(compose, 'postgres'));
   const user = env.POSTGRES_USER ?? 'postgres';
   return { user, password: env.POSTGRES_PASSWORD ?? '', database: env.POSTGRES_DB ?? user };
+}
+
+/**
+ * The scrape targets of monitoring/prometheus.yml (the compose `monitoring` profile's Prometheus),
+ * mapped to the loopback processes: its DNS names `api` and `worker` on 9464 are every replica's
+ * metrics port, `temporal:8000` the server's. Whatever the file names that the topology does not run
+ * fails here.
+ */
+export function prometheusTargets(ports: TopologyPorts): Array<{ job: string; url: string }> {
+  const config = parse(readFileSync(path.join(ROOT, 'monitoring', 'prometheus.yml'), 'utf8')) as {
+    scrape_configs: Array<{
+      job_name: string;
+      metrics_path?: string;
+      dns_sd_configs?: Array<{ names: string[]; port: number }>;
+      static_configs?: Array<{ targets: string[] }>;
+    }>;
+  };
+  const out: Array<{ job: string; url: string }> = [];
+  for (const job of config.scrape_configs) {
+    const metricsPath = job.metrics_path ?? '/metrics';
+    for (const sd of job.dns_sd_configs ?? []) {
+      for (const name of sd.names) {
+        if (name !== 'api' && name !== 'worker') throw new Error(`${job.job_name}: no service ${name} here`);
+        if (String(sd.port) !== METRICS_CONTAINER_PORT) {
+          throw new Error(
+            `${job.job_name} scrapes ${name} on ${sd.port}, its containers serve ${METRICS_CONTAINER_PORT}`,
+          );
+        }
+        for (const port of ports.metrics[name])
+          out.push({ job: job.job_name, url: `http://${LOOPBACK}:${port}${metricsPath}` });
+      }
+    }
+    for (const target of (job.static_configs ?? []).flatMap((c) => c.targets)) {
+      if (target !== 'temporal:8000') throw new Error(`${job.job_name}: no target ${target} here`);
+      out.push({ job: job.job_name, url: `http://${LOOPBACK}:${ports.metrics.temporal}${metricsPath}` });
+    }
+  }
+  return out;
 }

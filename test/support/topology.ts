@@ -302,7 +302,7 @@ export async function startTopology(options: { replicas?: number } = {}): Promis
   await symlink(cliPath, path.join(bin, 'temporal'));
   const serverBinary = path.join(build.folder, 'temporal-server');
 
-  const allPorts = await freePorts(2 + replicas);
+  const allPorts = await freePorts(3 + 3 * replicas);
   // Temporal records its members' ports in a SMALLINT column: they must be below 32768, where the
   // OS never hands out ephemeral ports.
   const temporalPorts = await freePortsBelow32768(TEMPORAL_PORT_VARIABLES.length);
@@ -312,7 +312,12 @@ export async function startTopology(options: { replicas?: number } = {}): Promis
     temporal: Object.fromEntries(
       TEMPORAL_PORT_VARIABLES.map((variable, i) => [variable, temporalPorts[i]!]),
     ) as TopologyPorts['temporal'],
-    api: allPorts.slice(2),
+    api: allPorts.slice(2, 2 + replicas),
+    metrics: {
+      api: allPorts.slice(2 + replicas, 2 + 2 * replicas),
+      worker: allPorts.slice(2 + 2 * replicas, 2 + 3 * replicas),
+      temporal: allPorts[2 + 3 * replicas]!,
+    },
   };
   const temporalAddress = `${LOOPBACK}:${ports.temporal.FRONTEND_GRPC_PORT}`;
   const baseUrl = `http://${LOOPBACK}:${ports.nginx}`;
@@ -433,7 +438,7 @@ export async function startTopology(options: { replicas?: number } = {}): Promis
       const proc = managed(
         `worker-${i + 1}`,
         path.join(runDir, `worker-${i + 1}.log`),
-        spawnApp(appProcess(compose, 'worker', ports)),
+        spawnApp(appProcess(compose, 'worker', ports, i)),
         async (self) => {
           await until(
             'the worker to poll',

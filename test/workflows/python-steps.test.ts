@@ -137,7 +137,8 @@ describe('Python steps in workflows', () => {
     // The script step of the run that succeeded (a STARTER or ENDER without a script runs none).
     expect(after.jsCompleted - before.jsCompleted).toBe(1);
     const text = await registry.metrics();
-    expect(text).toMatch(/pas_python_environment_builds_total\{result="(built|reused)"\} \d+/);
+    // Counted where a template's environment is built (or found built): worker-templates tests build them.
+    expect(text).toContain('# TYPE pas_python_environment_builds_total counter');
   });
 
   test('JavaScript and Python steps mix in one run: same arguments, results passed on, logs kept', async () => {
