@@ -245,6 +245,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
+  // The terminal closed (or `script` ended): stop as for Ctrl+C, so PostgreSQL is not left running.
+  process.on('SIGHUP', () => void shutdown(0));
+  // A closed terminal fails writes with EIO: the shutdown goes on without them.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
 
   try {
     const services = await startServices(config, supervisor, mark);

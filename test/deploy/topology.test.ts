@@ -603,9 +603,22 @@ describe('the compose topology as processes', () => {
         .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
         .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
     const before = await scrape();
+    // A step allowed longer than 10 s runs as a regular activity (engine/workflows/local-steps.ts):
+    // its schedule-to-start latency is one of the dashboard's Temporal series.
+    const template = await call('POST', '/v2/worker_templates', {
+      name: 'Scraped step',
+      script: 'function main() { return { n: 1 }; }',
+      timeout_seconds: 60,
+    });
+    expect(template.status).toBe(200);
+    const [s, b, e] = [workerId(), workerId(), workerId()];
     const workflow = await store({
       name: 'Scraped',
-      workers: twoSteps('function main() { return { n: 1 }; }'),
+      workers: [
+        { id: s, name: 'Start', type: 'STARTER', next: [b] },
+        { id: b, name: 'Step', type: 'BASIC', template_id: template.body.worker_template.id, next: [e] },
+        { id: e, name: 'End', type: 'ENDER' },
+      ],
     });
     for (let i = 0; i < 6; i++) expect((await call('GET', '/v2/workspaces')).status).toBe(200);
     const runs = await Promise.all([startRun(workflow), startRun(workflow)]);
