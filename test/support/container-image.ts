@@ -639,7 +639,10 @@ export interface ImageDeployment {
 }
 
 /** The compose service's command and environment, pointed at `target`. */
-function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarget & { apiPort: number }) {
+function serviceSpec(
+  name: 'migrate' | 'api' | 'worker',
+  target: DeploymentTarget & { apiPort: number; metricsPorts: { api: number; worker: number } },
+) {
   const service = services[name];
   if (!service) throw new Error(`docker-compose.yml has no service ${name}`);
   const env: Record<string, string> = {
@@ -654,6 +657,11 @@ function serviceSpec(name: 'migrate' | 'api' | 'worker', target: DeploymentTarge
     // On the host's network 0.0.0.0 would publish the API on every interface of the machine.
     env.HOST = '127.0.0.1';
     env.PORT = String(target.apiPort);
+  }
+  // Every container serves its metrics on 9464; on the host's network each takes a loopback port of its own.
+  if (name !== 'migrate' && env.METRICS_PORT !== undefined) {
+    env.METRICS_HOST = '127.0.0.1';
+    env.METRICS_PORT = String(target.metricsPorts[name]);
   }
   return {
     command: commandText(service).split(/\s+/),
@@ -671,7 +679,11 @@ export async function startImageDeployment(
   runtime: ImageRuntime,
   deploymentTarget: DeploymentTarget,
 ): Promise<ImageDeployment> {
-  const target = { ...deploymentTarget, apiPort: deploymentTarget.apiPort ?? (await freePort()) };
+  const target = {
+    ...deploymentTarget,
+    apiPort: deploymentTarget.apiPort ?? (await freePort()),
+    metricsPorts: { api: await freePort(), worker: await freePort() },
+  };
   const migrate = serviceSpec('migrate', target);
   const migrated = await runtime.oneShot('migrate', migrate.command, migrate.env);
   if (migrated.status !== 0) {
