@@ -29,6 +29,22 @@ function othersIn(dir, keep) {
     .map((name) => path.join(dir, name));
 }
 
+function isFolder(target) {
+  return existsSync(target) && lstatSync(target).isDirectory();
+}
+
+/** Every package folder directly in `modules` (`name` and `@scope/name`). */
+function packagesIn(modules) {
+  return readdirSync(modules)
+    .filter((name) => !name.startsWith('.'))
+    .flatMap((name) =>
+      name.startsWith('@')
+        ? readdirSync(path.join(modules, name)).map((inner) => path.join(modules, name, inner))
+        : [path.join(modules, name)],
+    )
+    .filter(isFolder);
+}
+
 /** Files under `dir` whose name matches, found by walking (node_modules' own links are not followed). */
 function filesMatching(dir, pattern) {
   const found = [];
@@ -92,6 +108,12 @@ export function pruneRules(modules) {
     {
       why: "OpenTelemetry's esnext builds: Node loads build/src (their main) and the workflow bundle build/esm (webpack's module field); nothing reads the esnext field",
       paths: othersIn(at('@opentelemetry'), () => false).map((pkg) => path.join(pkg, 'build', 'esnext')),
+    },
+    {
+      why: "packages' own test suites (a top-level test/ or tests/ folder of a package): nothing requires them at run time",
+      paths: packagesIn(modules).flatMap((pkg) =>
+        ['test', 'tests'].map((name) => path.join(pkg, name)).filter((folder) => isFolder(folder)),
+      ),
     },
     {
       why: 'type declarations, source maps and Markdown: nothing loads them at run time',
