@@ -11,7 +11,12 @@ import { startRunDispatcher } from '../engine/workflows/run-dispatcher';
 import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { temporalHealthProbe } from '../engine/platform/dependency-health';
-import { setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
+import {
+  type MetricsServer,
+  setProcessRole,
+  startMetricsServer,
+  watchPool,
+} from '../engine/platform/metrics';
 import { startTracing, stopTracing, temporalPlugins, traceQueries } from '../engine/platform/tracing';
 import { buildApp } from './app';
 
@@ -71,6 +76,7 @@ async function main(): Promise<void> {
     onError: (error) => app.log.warn({ err: error }, 'run dispatch failed'),
   });
 
+  let metrics: MetricsServer | null = null;
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -81,6 +87,8 @@ async function main(): Promise<void> {
     // in-flight requests finish.
     await app.drain();
     await app.close();
+    // Served until the API has stopped, so a scrape sees the drain; its server must not keep the process alive.
+    await metrics?.close();
     await dispatcher.stop();
     await connection.close();
     await simulation.backend.close();
@@ -92,7 +100,7 @@ async function main(): Promise<void> {
 
   await app.listen({ port: config.port, host: config.host });
   if (config.metricsPort !== null) {
-    const metrics = await startMetricsServer(config.metricsHost, config.metricsPort);
+    metrics = await startMetricsServer(config.metricsHost, config.metricsPort);
     app.log.info(`api: metrics on http://${config.metricsHost}:${metrics.port}/metrics`);
   }
   // Schedules lost or left over (a save whose commit failed, a restored database) are fixed at start.
