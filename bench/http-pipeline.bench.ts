@@ -113,9 +113,13 @@ export async function runHttpPipelineBench(argv: readonly string[] = []): Promis
       );
       return { portfolio: rows[0] };
     });
+    // The page our list answers: a list leaves out each portfolio's securities, so the bare route
+    // does not read them either (PostgreSQL drops them from the body).
     bare.get('/bare/portfolios', async () => {
       const { rows } = await pool.query(
-        `SELECT * FROM entities WHERE account_id = $1 AND kind = 'portfolio' AND workspace = 'main'
+        `SELECT id, name, description, tags, workspace, created_at, updated_at, version,
+                body - 'securities' AS body
+           FROM entities WHERE account_id = $1 AND kind = 'portfolio' AND workspace = 'main'
           ORDER BY created_at DESC, id DESC LIMIT $2`,
         [accountId, PAGE_SIZE + 1],
       );
@@ -196,8 +200,9 @@ export async function runHttpPipelineBench(argv: readonly string[] = []): Promis
     }
     const ratio = (ours: CaseResult, baseline: CaseResult) => ours.perSecond / baseline.perSecond;
     console.log(
-      `\nGET by id: ${ratio(byId, bareById).toFixed(2)}× the bare route's req/s (target ≥ 0.6); ` +
-        `list: ${ratio(list, bareList).toFixed(2)}× (target ≥ 0.5)`,
+      `\nGET by id: ${ratio(byId, bareById).toFixed(2)}× the bare route's req/s (issue 33 target ≥ 0.85); ` +
+        `list: ${ratio(list, bareList).toFixed(2)}× (target ≥ 0.6; the bare list reads the page without its ` +
+        `securities, as ours does)`,
     );
     console.log(`GET by id: ${viewsWritten} VIEW records written for ${byId.requests} answered reads`);
     if (saturation)

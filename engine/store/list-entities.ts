@@ -260,6 +260,29 @@ function timeColumnOrder(order: OrderKey[], query: ListQuery): 'created_at' | 'u
   return fastPath ? time : undefined;
 }
 
+const ROW_COLUMNS = [
+  'account_id',
+  'kind',
+  'id',
+  'workspace',
+  'name',
+  'description',
+  'tags',
+  'link_uid',
+  'date',
+  'created_at',
+  'updated_at',
+  'version',
+];
+
+/**
+ * The row's columns, its body without the fields a list leaves out (a portfolio's securities, a
+ * datastore's data): PostgreSQL drops them, so they are neither sent nor parsed.
+ */
+function rowColumns(db: Database, omit: string[]): Array<string | Knex.Raw> {
+  return [...ROW_COLUMNS, omit.length > 0 ? db.raw('body - ?::text[] as body', [omit]) : 'body'];
+}
+
 /** Raw columns and a row comparison: the planner walks the created_at index instead of sorting. */
 function timeOrderedStatement(
   db: Database,
@@ -267,10 +290,11 @@ function timeOrderedStatement(
   time: 'created_at' | 'updated_at',
   descending: boolean,
   cursor: string[] | null,
+  columns: Array<string | Knex.Raw>,
 ): Knex.QueryBuilder {
   const direction = descending ? 'desc' : 'asc';
   const statement = candidates.select(
-    '*',
+    ...columns,
     db.raw(`(extract(epoch from ${time}) * 1000000)::bigint::text as __c0`),
     db.raw('to_jsonb(id)::text as __c1'),
   );
@@ -301,9 +325,10 @@ function keyOrderedStatement(
   order: OrderKey[],
   distinctOn: ListQuery['distinctOn'],
   cursor: string[] | null,
+  columns: Array<string | Knex.Raw>,
 ): Knex.QueryBuilder {
   const keys = order.map((key) => ({ ...keyExpression(kind, key.property), descending: key.descending }));
-  candidates.select('*', ...keys.map((key, i) => db.raw(`${key.sql} as __k${i}`, key.bindings)));
+  candidates.select(...columns, ...keys.map((key, i) => db.raw(`${key.sql} as __k${i}`, key.bindings)));
   if (distinctOn.length) {
     // Rank within each distinct value over the whole candidate set, before any cursor applies:
     // the representative of a value is then the same row on every page.
@@ -405,10 +430,12 @@ export async function listEntities(
   const cursor = decodeKeysetToken(request.page_token, signature, order.length);
   const candidates = candidateRows(db, actor, kind, query, workspace);
   const time = timeColumnOrder(order, query);
+  const whole = options.whole === true;
+  const columns = rowColumns(db, whole ? [] : kind.listOmit);
   const statement =
     time !== undefined
-      ? timeOrderedStatement(db, candidates, time, order[0]!.descending, cursor)
-      : keyOrderedStatement(db, kind, candidates, order, query.distinctOn, cursor);
+      ? timeOrderedStatement(db, candidates, time, order[0]!.descending, cursor, columns)
+      : keyOrderedStatement(db, kind, candidates, order, query.distinctOn, cursor, columns);
   const rows = await readPage(db, statement, actor, kind, query, workspace);
-  return pageOf(kind, rows, query, order, signature, options.whole === true);
+  return pageOf(kind, rows, query, order, signature, whole);
 }
