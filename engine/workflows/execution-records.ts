@@ -6,6 +6,9 @@ import type { Database } from '../platform/database';
 import { NotFound } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { epochSeconds } from '../store/page-token';
+import type { EntityRow } from '../store/entity-store';
+import { SYSTEM_ACCOUNT_ID } from '../identity/system-account';
+import { runPrepared } from '../platform/prepared-statements';
 import type { WorkerNode, WorkerType, WorkflowPlan } from './workflow-definition';
 
 export type RunStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED';
@@ -333,6 +336,120 @@ export async function beginWorkerExecution(
   return { row: existing, fresh: false };
 }
 
+const TIMESTAMPS = ['created_at', 'updated_at', 'started_at', 'ended_at'];
+
+/** A row as `to_jsonb` wrote it, its timestamps (ISO text there) back to Dates, as pg parses them. */
+function fromJsonb<T>(row: Record<string, unknown> | null): T | null {
+  if (row === null) return null;
+  for (const column of TIMESTAMPS) {
+    const value = row[column];
+    if (typeof value === 'string') row[column] = new Date(value);
+  }
+  return row as T;
+}
+
+/** What a step needs to start, read and written by `beginStep` in one statement. */
+export interface StepStart {
+  /** The run's row; null when the database has no such run. */
+  execution: WorkflowExecutionRow | null;
+  /** The step's row: created by this statement (`fresh`), or found again (a retried attempt). */
+  row: WorkerExecutionRow | null;
+  fresh: boolean;
+  /** The stored results of this run's worker executions named as inputs, by id. */
+  results: Map<string, unknown>;
+  /** The worker's template (the account's own, else a built-in); null when absent or not asked. */
+  template: EntityRow | null;
+}
+
+/**
+ * A step's start in one statement (one round trip): the run's row, the step's row created (only
+ * while the run is RUNNING; a retried attempt finds its row instead, through the unique
+ * (execution, worker, branch) key), the results its input is made of (this run's only), and its
+ * template. Everything is read in the statement's snapshot, so a found row is the one a retry left.
+ */
+export async function beginStep(
+  db: Database,
+  input: {
+    executionId: string;
+    workerId: string;
+    workerName: string;
+    workerType: WorkerType;
+    parallelIndex: number;
+    inputParams: Record<string, unknown>;
+    inputIds: string[];
+    templateId: string | null;
+  },
+): Promise<StepStart> {
+  const now = new Date();
+  const key = [input.executionId, input.workerId, input.parallelIndex];
+  const rows = (await runPrepared(
+    db,
+    db.raw(
+      `WITH execution AS (SELECT * FROM workflow_executions WHERE id = ?),
+       inserted AS (
+         INSERT INTO worker_executions (id, account_id, workflow_execution_id, workflow_id, workflow_name,
+           worker_id, worker_name, worker_type, trigger, status, parallel_index, input_params,
+           created_at, updated_at, started_at)
+         SELECT ?, e.account_id, e.id, e.workflow_id, e.workflow_name, ?, ?, ?, e.trigger, 'RUNNING',
+           ?::int, ?::jsonb, ?::timestamptz, ?::timestamptz, ?::timestamptz
+           FROM execution e WHERE e.run_status = 'RUNNING'
+         ON CONFLICT (workflow_execution_id, worker_id, parallel_index) DO NOTHING
+         RETURNING *
+       )
+       SELECT
+         (SELECT to_jsonb(e) FROM execution e) AS execution,
+         (SELECT to_jsonb(i) FROM inserted i) AS inserted,
+         (SELECT to_jsonb(w) FROM worker_executions w
+           WHERE w.workflow_execution_id = ? AND w.worker_id = ? AND w.parallel_index = ?::int) AS existing,
+         (SELECT coalesce(jsonb_object_agg(r.id, r.result), '{}'::jsonb) FROM worker_executions r
+           WHERE r.id = ANY(?::text[]) AND r.workflow_execution_id = ?) AS results,
+         (SELECT to_jsonb(t) FROM entities t, execution e
+           WHERE t.kind = 'worker_template' AND t.id = ?::text AND t.account_id IN (e.account_id, ?)
+           ORDER BY t.account_id = e.account_id DESC LIMIT 1) AS template`,
+      [
+        input.executionId,
+        newId('workerExecution'),
+        input.workerId,
+        input.workerName,
+        input.workerType,
+        input.parallelIndex,
+        JSON.stringify(input.inputParams),
+        now,
+        now,
+        now,
+        ...key,
+        input.inputIds,
+        input.executionId,
+        input.templateId,
+        SYSTEM_ACCOUNT_ID,
+      ],
+    ),
+  )) as Array<{
+    execution: Record<string, unknown> | null;
+    inserted: Record<string, unknown> | null;
+    existing: Record<string, unknown> | null;
+    results: Record<string, unknown>;
+    template: Record<string, unknown> | null;
+  }>;
+  const found = rows[0]!;
+  const inserted = fromJsonb<WorkerExecutionRow>(found.inserted);
+  return {
+    execution: fromJsonb<WorkflowExecutionRow>(found.execution),
+    row: inserted ?? fromJsonb<WorkerExecutionRow>(found.existing),
+    fresh: inserted !== null,
+    results: new Map(Object.entries(found.results)),
+    template: fromJsonb<EntityRow>(found.template),
+  };
+}
+
+/** A found-again step row whose attempt died mid-script: this attempt starts the script again. */
+export async function restartWorkerExecution(db: Database, id: string): Promise<void> {
+  const now = new Date();
+  await db('worker_executions')
+    .where({ id, status: 'RUNNING' })
+    .update({ started_at: now, updated_at: now, version: db.raw('version + 1') });
+}
+
 /**
  * Records how a worker run ended. Only a RUNNING row changes: once a run has failed, the rows of
  * its other branches were closed by `endWorkflowExecution`, and a late result must not reopen them.
@@ -432,6 +549,44 @@ function summarise(
   };
 }
 
+/** The close's columns, from the run's worker executions as they end it (ordered as created). */
+function closeColumns(
+  db: Database | Knex.Transaction,
+  execution: Pick<WorkflowExecutionRow, 'started_at' | 'created_at' | 'ender_worker_id'>,
+  rows: WorkerExecutionRow[],
+  outcome: { runStatus: 'SUCCEEDED' | 'FAILED'; enderWorkerExecutionId: string | null },
+  failure: RunFailure | null,
+  now: Date,
+) {
+  // A run that failed in its Ender still names that Ender's execution: clients read its error there.
+  const ender = outcome.enderWorkerExecutionId
+    ? rows.find((row) => row.id === outcome.enderWorkerExecutionId)
+    : rows.find((row) => row.worker_type === 'ENDER');
+  const total = rows.reduce((sum, row) => sum + (row.duration ?? 0), 0);
+  const cpu = rows.reduce((sum, row) => sum + (row.cpu_time ?? 0), 0);
+  const enderBytes = ender ? Buffer.byteLength(JSON.stringify(ender.result ?? null), 'utf8') : null;
+  return {
+    run_status: outcome.runStatus,
+    ender_worker_execution_id: ender?.id ?? null,
+    // With several ENDERs the one the run reached is known only now.
+    ender_worker_id: ender?.worker_id ?? execution.ender_worker_id,
+    ended_at: now,
+    updated_at: now,
+    duration: (now.getTime() - (execution.started_at ?? execution.created_at).getTime()) / 1000,
+    real_execution_time: cpu,
+    total_execution_time: total,
+    resume: JSON.stringify(summarise(rows, failure, enderBytes)),
+    version: db.raw('version + 1'),
+  };
+}
+
+/** Counted once the end has committed, and only by the close that ended the run. */
+function countFinished(row: WorkflowExecutionRow): void {
+  const labels = { trigger: row.trigger, status: row.run_status };
+  runsFinished.inc(labels);
+  if (row.duration !== null && row.duration !== undefined) runDuration.observe(labels, row.duration);
+}
+
 /**
  * Closes a run: status, wall-clock duration, the sums of its worker executions and the resume. A
  * failed run also closes the worker executions still RUNNING (branches stopped, or an attempt
@@ -483,37 +638,95 @@ export async function endWorkflowExecution(
     const rows = (await trx('worker_executions')
       .where({ workflow_execution_id: id })
       .orderBy([{ column: 'created_at' }, { column: 'parallel_index' }])) as WorkerExecutionRow[];
-    // A run that failed in its Ender still names that Ender's execution: clients read its error there.
-    const ender = outcome.enderWorkerExecutionId
-      ? rows.find((row) => row.id === outcome.enderWorkerExecutionId)
-      : rows.find((row) => row.worker_type === 'ENDER');
-    const total = rows.reduce((sum, row) => sum + (row.duration ?? 0), 0);
-    const cpu = rows.reduce((sum, row) => sum + (row.cpu_time ?? 0), 0);
-    const enderBytes = ender ? Buffer.byteLength(JSON.stringify(ender.result ?? null), 'utf8') : null;
     const [row] = (await trx('workflow_executions')
       .where({ id })
-      .update({
-        run_status: outcome.runStatus,
-        ender_worker_execution_id: ender?.id ?? null,
-        // With several ENDERs the one the run reached is known only now.
-        ender_worker_id: ender?.worker_id ?? execution.ender_worker_id,
-        ended_at: now,
-        updated_at: now,
-        duration: (now.getTime() - (execution.started_at ?? execution.created_at).getTime()) / 1000,
-        real_execution_time: cpu,
-        total_execution_time: total,
-        resume: JSON.stringify(summarise(rows, failure, enderBytes)),
-        version: trx.raw('version + 1'),
-      })
+      .update(closeColumns(trx, execution, rows, outcome, failure, now))
       .returning('*')) as WorkflowExecutionRow[];
     ended = row!;
     return row!;
   });
-  // Counted once the end has committed, and only by the close that ended the run.
-  if (ended !== null) {
-    const labels = { trigger: row.trigger, status: row.run_status };
-    runsFinished.inc(labels);
-    if (row.duration !== null && row.duration !== undefined) runDuration.observe(labels, row.duration);
-  }
+  if (ended !== null) countFinished(row);
   return row;
+}
+
+/**
+ * The main path's ENDER ending COMPLETED and closing its run SUCCEEDED, in two statements where a
+ * separate end and close take six: its row ends (only if still RUNNING) in the statement that reads
+ * what the close sums (every worker execution of the run, results left out but the ENDER's), then
+ * the run closes if it is still RUNNING. No lock is needed: no other step of the run can be running
+ * (branches end at their BARRIER before the run goes on), and a close that came first (a run
+ * cancelled meanwhile) wins, as the conditional update leaves it alone. Answers whether this call
+ * ended the step, and the run's row as it stands.
+ */
+export async function endStepClosingRun(
+  db: Database,
+  executionId: string,
+  workerExecutionId: string,
+  outcome: {
+    result: unknown;
+    cpuTimeSeconds: number;
+    durationSeconds: number;
+    logs: unknown;
+  },
+): Promise<{ ended: boolean; run: WorkflowExecutionRow }> {
+  const now = new Date();
+  const columns =
+    'id, worker_id, worker_name, worker_type, status, parallel_index, created_at, duration, cpu_time';
+  const rows = (await runPrepared(
+    db,
+    db.raw(
+      `WITH ended AS (
+         UPDATE worker_executions SET status = 'COMPLETED', result = ?::jsonb, error_message = NULL,
+           cpu_time = ?::float8, duration = ?::float8, logs = ?::jsonb, ended_at = ?::timestamptz,
+           updated_at = ?::timestamptz, version = version + 1
+         WHERE id = ? AND status = 'RUNNING'
+         RETURNING ${columns}, result
+       )
+       SELECT ${columns}, CASE WHEN id = ? THEN result END AS result, false AS ended
+         FROM worker_executions WHERE workflow_execution_id = ? AND id NOT IN (SELECT id FROM ended)
+       UNION ALL SELECT *, true AS ended FROM ended
+       ORDER BY created_at, parallel_index`,
+      [
+        JSON.stringify(outcome.result ?? null),
+        outcome.cpuTimeSeconds,
+        outcome.durationSeconds,
+        JSON.stringify(outcome.logs ?? []),
+        now,
+        now,
+        workerExecutionId,
+        workerExecutionId,
+        executionId,
+      ],
+    ),
+  )) as Array<WorkerExecutionRow & { ended: boolean }>;
+  const ended = rows.some((row) => row.ended);
+  const closedAt = new Date();
+  // The run's start is read in the update itself: its duration is computed there.
+  const [run] = (await db('workflow_executions')
+    .where({ id: executionId, run_status: 'RUNNING' })
+    .update({
+      ...closeColumns(
+        db,
+        { started_at: closedAt, created_at: closedAt, ender_worker_id: null },
+        rows,
+        { runStatus: 'SUCCEEDED', enderWorkerExecutionId: workerExecutionId },
+        null,
+        closedAt,
+      ),
+      ender_worker_id: db.raw('coalesce(?, ender_worker_id)', [
+        rows.find((row) => row.id === workerExecutionId)?.worker_id ?? null,
+      ]),
+      duration: db.raw('extract(epoch from (?::timestamptz - coalesce(started_at, created_at)))::float8', [
+        closedAt,
+      ]),
+    })
+    .returning('*')) as WorkflowExecutionRow[];
+  if (run) {
+    countFinished(run);
+    return { ended, run };
+  }
+  const current = (await db('workflow_executions').where({ id: executionId }).first()) as
+    WorkflowExecutionRow | undefined;
+  if (!current) throw new NotFound(`Workflow execution ${executionId} not found.`);
+  return { ended, run: current };
 }

@@ -71,7 +71,10 @@ export interface FinishRunInput {
   failure: RunFailure | null;
 }
 
-export const INTERPRETER_WORKFLOW = 'interpreterWorkflow';
+/** The workflow type every new run starts (workers/workflows/interpreter-workflow.ts). */
+export const INTERPRETER_WORKFLOW = 'interpreterWorkflowV2';
+/** Every interpreter type a run may have: runs started by older code are `interpreterWorkflow`. */
+export const INTERPRETER_WORKFLOWS = ['interpreterWorkflow', INTERPRETER_WORKFLOW] as const;
 
 /** Search attributes on every run, so an operator finds it in the Temporal UI (all Keyword). */
 export const SEARCH_ATTRIBUTES = {

@@ -135,34 +135,96 @@ function encodeArgs(args: unknown, maxBytes: number): { json: string } | { error
   return { json };
 }
 
-/**
- * One empty isolate made ahead, after a run ends, so that the next run with the same memory limit
- * does not wait for `new Isolate` (a millisecond or two) on its critical path. It has never run
- * anything: taking it is the same as making it then. At most one is kept.
- */
-let spare: { memoryLimitMb: number; isolate: ivm.Isolate } | null = null;
-let spareScheduled = false;
-
-function takeSpareIsolate(memoryLimitMb: number): ivm.Isolate | null {
-  if (spare === null || spare.memoryLimitMb !== memoryLimitMb || spare.isolate.isDisposed) return null;
-  const { isolate } = spare;
-  spare = null;
-  return isolate;
+/** Where a prepared context's host References lead: set to the run's own handlers when it is taken. */
+interface Slot {
+  log: (level: unknown, message: unknown) => unknown;
+  bridge: (name: unknown, payload: unknown) => Promise<string>;
+  reply: (reply: unknown) => void;
 }
 
-function prepareSpareIsolate(memoryLimitMb: number): void {
+/** A context whose bootstrap already ran, its host References pointing into `slot`. */
+interface Prepared {
+  context: ivm.Context;
+  startEntry: ivm.Reference;
+  slot: Slot;
+  references: ivm.Reference[];
+}
+
+/**
+ * One isolate made ahead, after a run ends, so that the next run with the same memory limit does
+ * not wait for `new Isolate` (a millisecond or two) on its critical path; once made, its context is
+ * created and the bootstrap run in it (another millisecond, off the main thread), for a run with the
+ * same bootstrap settings. Nothing has run in it but the bootstrap: taking it is the same as making
+ * it then, its References only lead to the handlers the run that takes it installs. At most one is
+ * kept.
+ */
+let spare: {
+  memoryLimitMb: number;
+  settings: string;
+  isolate: ivm.Isolate;
+  prepared: Prepared | null;
+} | null = null;
+let spareScheduled = false;
+
+function takeSpareIsolate(
+  memoryLimitMb: number,
+  settings: string,
+): { isolate: ivm.Isolate; prepared: Prepared | null } | null {
+  if (spare === null || spare.memoryLimitMb !== memoryLimitMb || spare.isolate.isDisposed) return null;
+  const taken = spare;
+  spare = null;
+  // A context bootstrapped for other settings (another set of sdk names or limits) is not used.
+  return { isolate: taken.isolate, prepared: taken.settings === settings ? taken.prepared : null };
+}
+
+const unset = () => {
+  throw new Error('The sandbox context was used before its run took it');
+};
+
+/** The bootstrap run in a fresh context, its References pointing into a slot filled later. */
+async function prepareContext(isolate: ivm.Isolate, settings: string): Promise<Prepared> {
+  const slot: Slot = { log: unset, bridge: unset, reply: unset };
+  const references = [
+    new ivm.Reference((level: unknown, message: unknown) => slot.log(level, message)),
+    new ivm.Reference((name: unknown, payload: unknown) => slot.bridge(name, payload)),
+    new ivm.Reference((reply: unknown) => slot.reply(reply)),
+  ];
+  const context = await isolate.createContext();
+  const startEntry = (await context.evalClosure(BOOTSTRAP_SOURCE, [...references, settings], {
+    filename: BOOTSTRAP_FILENAME,
+    timeout: 1_000,
+    result: { reference: true },
+  })) as ivm.Reference;
+  return { context, startEntry, slot, references };
+}
+
+function prepareSpareIsolate(memoryLimitMb: number, settings: string): void {
   if (spareScheduled) return;
   spareScheduled = true;
   setImmediate(() => {
     spareScheduled = false;
-    if (spare?.memoryLimitMb === memoryLimitMb && !spare.isolate.isDisposed) return;
+    if (spare?.memoryLimitMb === memoryLimitMb && spare.settings === settings && !spare.isolate.isDisposed) {
+      return;
+    }
     const previous = spare;
-    spare = { memoryLimitMb, isolate: new ivm.Isolate({ memoryLimit: memoryLimitMb }) };
+    const made = { memoryLimitMb, settings, isolate: new ivm.Isolate({ memoryLimit: memoryLimitMb }) };
+    spare = { ...made, prepared: null };
+    const entry = spare;
     try {
       if (previous && !previous.isolate.isDisposed) previous.isolate.dispose();
     } catch {
       // Already disposed.
     }
+    prepareContext(made.isolate, settings).then(
+      (prepared) => {
+        // Taken meanwhile: the run that took it made its own context; this one goes with the isolate.
+        if (spare === entry) entry.prepared = prepared;
+        else for (const reference of prepared.references) reference.release();
+      },
+      () => {
+        // The isolate was taken and disposed meanwhile, or the bootstrap failed: a run makes its own.
+      },
+    );
   }).unref();
 }
 
@@ -179,12 +241,17 @@ class IsolateRun {
   private rejectAborted: (reason: unknown) => void = () => {};
   private readonly aborted: Promise<never>;
 
+  /** The spare's context, bootstrapped ahead for this run's settings; null: the run makes its own. */
+  readonly prepared: Prepared | null;
+
   constructor(
     private readonly limits: SandboxLimits,
     startedAt: number,
+    private readonly settings: string,
   ) {
-    this.isolate =
-      takeSpareIsolate(limits.memoryLimitMb) ?? new ivm.Isolate({ memoryLimit: limits.memoryLimitMb });
+    const spareTaken = takeSpareIsolate(limits.memoryLimitMb, settings);
+    this.isolate = spareTaken?.isolate ?? new ivm.Isolate({ memoryLimit: limits.memoryLimitMb });
+    this.prepared = spareTaken?.prepared ?? null;
     this.deadline = startedAt + limits.timeoutMs;
     this.aborted = new Promise<never>((_, reject) => {
       this.rejectAborted = reject;
@@ -244,7 +311,7 @@ class IsolateRun {
   close(): void {
     clearTimeout(this.timer);
     this.dispose();
-    prepareSpareIsolate(this.limits.memoryLimitMb);
+    prepareSpareIsolate(this.limits.memoryLimitMb, this.settings);
   }
 
   private memoryError(): SandboxError {
@@ -325,37 +392,39 @@ async function execute(
   logs: LogCollector,
   entryPoint: string,
   argsJson: string,
+  settings: BootstrapSettings,
 ): Promise<Verdict> {
   const bridge = run.bridge ?? {};
-  const logRef = new ivm.Reference((level: unknown, message: unknown) => logs.write(level, message));
-  const bridgeRef = new ivm.Reference(
-    createBridgeDispatcher({
-      bridge,
-      maxResultBytes: limits.maxInputBytes,
-      onFault: (message) => isolateRun.abort('bridge', message),
-    }),
-  );
+  const log = (level: unknown, message: unknown) => logs.write(level, message);
+  const dispatch = createBridgeDispatcher({
+    bridge,
+    maxResultBytes: limits.maxInputBytes,
+    onFault: (message) => isolateRun.abort('bridge', message),
+  });
   let deliverReply: (reply: unknown) => void = () => {};
   const replied = new Promise<unknown>((resolve) => {
     deliverReply = resolve;
   });
-  const replyRef = new ivm.Reference((reply: unknown) => deliverReply(reply));
+  const reply = (value: unknown) => deliverReply(value);
+  // A prepared context's References lead into its slot: they lead to this run's handlers now.
+  const prepared = isolateRun.prepared;
+  if (prepared) Object.assign(prepared.slot, { log, bridge: dispatch, reply });
+  const references = prepared
+    ? prepared.references
+    : [new ivm.Reference(log), new ivm.Reference(dispatch), new ivm.Reference(reply)];
   const { isolate } = isolateRun;
   let phase: 'setup' | 'compile' | 'execute' = 'setup';
   try {
-    const context = await isolateRun.step(isolate.createContext());
-    const settings: BootstrapSettings = {
-      sdkNames: bridgeFunctionNames(bridge),
-      maxLogBytes: limits.maxLogBytes,
-      maxOutputBytes: limits.maxOutputBytes,
-    };
-    const startEntry = await isolateRun.step(
-      context.evalClosure(BOOTSTRAP_SOURCE, [logRef, bridgeRef, replyRef, JSON.stringify(settings)], {
-        filename: BOOTSTRAP_FILENAME,
-        timeout: isolateRun.remainingMs(),
-        result: { reference: true },
-      }),
-    );
+    const context = prepared?.context ?? (await isolateRun.step(isolate.createContext()));
+    const startEntry =
+      prepared?.startEntry ??
+      (await isolateRun.step(
+        context.evalClosure(BOOTSTRAP_SOURCE, [...references, JSON.stringify(settings)], {
+          filename: BOOTSTRAP_FILENAME,
+          timeout: isolateRun.remainingMs(),
+          result: { reference: true },
+        }),
+      ));
     phase = 'compile';
     const script = await isolateRun.step(isolate.compileScript(run.source, { filename: SCRIPT_FILENAME }));
     phase = 'execute';
@@ -376,9 +445,7 @@ async function execute(
     }
     return { ok: false, error: isolateRun.classify(error, phase === 'compile' ? 'compile' : 'execute') };
   } finally {
-    logRef.release();
-    bridgeRef.release();
-    replyRef.release();
+    for (const reference of references) reference.release();
   }
 }
 
@@ -403,13 +470,18 @@ export async function runScript(run: ScriptRun): Promise<ScriptOutcome> {
   const encoded = encodeArgs(run.args, limits.maxInputBytes);
   if ('error' in encoded) return measured(failure('invalid_input', encoded.error), 0);
 
-  const isolateRun = new IsolateRun(limits, startedAt);
+  const settings: BootstrapSettings = {
+    sdkNames: bridgeFunctionNames(run.bridge ?? {}),
+    maxLogBytes: limits.maxLogBytes,
+    maxOutputBytes: limits.maxOutputBytes,
+  };
+  const isolateRun = new IsolateRun(limits, startedAt, JSON.stringify(settings));
   const cancel = () => isolateRun.abort('cancelled', 'The script was stopped: its caller cancelled it.');
   if (run.signal?.aborted) cancel();
   run.signal?.addEventListener('abort', cancel, { once: true });
   let verdict: Verdict;
   try {
-    verdict = await execute(run, isolateRun, limits, logs, entryPoint, encoded.json);
+    verdict = await execute(run, isolateRun, limits, logs, entryPoint, encoded.json, settings);
   } finally {
     run.signal?.removeEventListener('abort', cancel);
     isolateRun.close();

@@ -291,7 +291,7 @@ describe('TIME_BASED triggers', () => {
 
     // Execution id = Temporal workflow id; the run carries the trigger as a search attribute.
     const run = await h.t.temporal.workflow.getHandle(executionId).describe();
-    expect(run.type).toBe('interpreterWorkflow');
+    expect(run.type).toBe('interpreterWorkflowV2');
     expect(run.typedSearchAttributes.get(keyword('PasTrigger'))).toBe('TIME_BASED');
 
     const audit = await h.call('GET', '/v2/audit_logs?page_size=100');

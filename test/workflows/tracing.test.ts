@@ -85,8 +85,8 @@ describe('OpenTelemetry traces across the API, the workflow and its steps', () =
     expect(request).toBeDefined();
     const trace = spans.filter((s) => s.traceId === request!.traceId);
     const names = new Set(trace.map((s) => s.name));
-    expect(names).toContain('StartWorkflow:interpreterWorkflow');
-    expect(names).toContain('RunWorkflow:interpreterWorkflow');
+    expect(names).toContain('StartWorkflow:interpreterWorkflowV2');
+    expect(names).toContain('RunWorkflow:interpreterWorkflowV2');
     const activities = trace.filter((s) => s.name.startsWith('RunActivity:'));
     expect(activities.length).toBeGreaterThanOrEqual(1);
     // SQL under the request (the run's record) and under a step's activity (its record).
@@ -106,9 +106,9 @@ describe('OpenTelemetry traces across the API, the workflow and its steps', () =
     expect(sql.some((s) => ancestors(s).includes('POST /v2/workflows/:id/run'))).toBe(true);
     expect(sql.some((s) => ancestors(s).some((name) => name.startsWith('RunActivity:')))).toBe(true);
     // The workflow span descends from the request, through the client's start.
-    const run = trace.find((s) => s.name === 'RunWorkflow:interpreterWorkflow')!;
+    const run = trace.find((s) => s.name === 'RunWorkflow:interpreterWorkflowV2')!;
     expect(ancestors(run)).toEqual(
-      expect.arrayContaining(['StartWorkflow:interpreterWorkflow', 'POST /v2/workflows/:id/run']),
+      expect.arrayContaining(['StartWorkflow:interpreterWorkflowV2', 'POST /v2/workflows/:id/run']),
     );
     expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['pas-test']));
   }, 120_000);

@@ -9,12 +9,14 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { SimulationBackend } from '../../calc';
 import type { Actor } from '../../engine/platform/principal';
 import type { Database } from '../../engine/platform/database';
-import { findEntity } from '../../engine/store/entity-store';
+import { type EntityRow, findEntity, toRecord } from '../../engine/store/entity-store';
 import { NotFound } from '../../engine/platform/errors';
 import {
-  beginWorkerExecution,
+  beginStep,
+  endStepClosingRun,
   endWorkerExecution,
   endWorkflowExecution,
+  restartWorkerExecution,
   type WorkerExecutionRow,
   type WorkflowExecutionRow,
 } from '../../engine/workflows/execution-records';
@@ -98,12 +100,6 @@ function heartbeat(): void {
   if (!activityInfo().isLocal) heartbeatActivity();
 }
 
-async function loadExecution(db: Database, id: string): Promise<WorkflowExecutionRow> {
-  const row = (await db('workflow_executions').where({ id }).first()) as WorkflowExecutionRow | undefined;
-  if (!row) throw new Error(`workflow execution ${id} is missing from the database`);
-  return row;
-}
-
 function sourcesOf(
   ref: InputRef,
 ): Array<{ worker_id: string; worker_execution_id: string; item: number | null }> {
@@ -119,16 +115,8 @@ function inputsInfo(ref: InputRef) {
   return { joined: ref.kind === 'join', sources: sourcesOf(ref) };
 }
 
-/** Reads the stored results an input is made of (only this run's rows) and assembles it. */
-async function resolveInputs(db: Database, executionId: string, ref: InputRef): Promise<unknown> {
-  const ids = [...new Set(sourcesOf(ref).map((source) => source.worker_execution_id))];
-  const rows = ids.length
-    ? ((await db('worker_executions')
-        .whereIn('id', ids)
-        .where({ workflow_execution_id: executionId })
-        .select('id', 'result')) as Array<{ id: string; result: unknown }>)
-    : [];
-  const results = new Map(rows.map((row) => [row.id, row.result]));
+/** Assembles an input from the stored results it is made of (`results`: this run's, by id). */
+function assembleInputs(ref: InputRef, results: Map<string, unknown>): unknown {
   const value = (part: InputRef): unknown => {
     if (part.kind === 'none') return null;
     if (part.kind === 'join') return part.parts.map(value);
@@ -210,15 +198,22 @@ async function programOf(
   db: Database,
   accountId: string,
   worker: WorkerNode,
+  /** The template's row when the caller read it already (null: not found). */
+  templateRow?: EntityRow | null,
 ): Promise<Program | { error: string } | null> {
   if (worker.template_id) {
+    const missing = { error: `Worker template ${worker.template_id} no longer exists.` };
     let record;
-    try {
-      record = await findEntity(db, accountId, WORKER_TEMPLATE, worker.template_id);
-    } catch (error) {
-      if (error instanceof NotFound)
-        return { error: `Worker template ${worker.template_id} no longer exists.` };
-      throw error;
+    if (templateRow !== undefined) {
+      if (templateRow === null) return missing;
+      record = toRecord(templateRow);
+    } else {
+      try {
+        record = await findEntity(db, accountId, WORKER_TEMPLATE, worker.template_id);
+      } catch (error) {
+        if (error instanceof NotFound) return missing;
+        throw error;
+      }
     }
     const template = readWorkerTemplate(record);
     if (isPythonRuntime(template.scriptRuntime)) {
@@ -280,31 +275,12 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
      * infrastructure (database, a lost process), which Temporal retries with backoff.
      */
     async runWorker(input: RunWorkerInput): Promise<RunWorkerOutput> {
-      // The step's input is read beside the run's row rather than after it (one round trip fewer on
-      // the critical path); it is used only once the run is known to be RUNNING.
-      const inputsRead = resolveInputs(db, input.executionId, input.inputs);
-      inputsRead.catch(() => undefined);
-      const execution = await loadExecution(db, input.executionId);
-      if (execution.run_status !== 'RUNNING') {
-        // A retried ENDER that had already closed the run (the process died before Temporal heard
-        // back) answers what it recorded.
-        const closedBy = execution.ender_worker_execution_id;
-        if (input.closesRun && input.worker.type === 'ENDER' && closedBy) {
-          const row = (await db('worker_executions').where({ id: closedBy }).first()) as
-            WorkerExecutionRow | undefined;
-          if (row && row.worker_id === input.worker.id) {
-            return {
-              ...outputOf(input.worker, row),
-              runStatus: execution.run_status === 'FAILED' ? 'FAILED' : 'SUCCEEDED',
-            };
-          }
-        }
-        throw ApplicationFailure.nonRetryable(`Workflow execution ${execution.id} has already ended.`);
-      }
       const { worker, parallel } = input;
       const stored = worker.script_inputs;
-      const begun = await beginWorkerExecution(db, {
-        execution,
+      // One statement: the run's row, the step's row created (or found again by a retry), the
+      // results its input is made of, and its template.
+      const start = await beginStep(db, {
+        executionId: input.executionId,
         workerId: worker.id,
         workerName: worker.name,
         workerType: worker.type,
@@ -314,15 +290,44 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           inputs_info: inputsInfo(input.inputs),
           parallel_info: parallel,
         },
+        inputIds: [...new Set(sourcesOf(input.inputs).map((source) => source.worker_execution_id))],
+        templateId: worker.template_id ?? null,
       });
+      const execution = start.execution;
+      if (!execution) throw new Error(`workflow execution ${input.executionId} is missing from the database`);
+      if (execution.run_status !== 'RUNNING') {
+        // A retried ENDER that had already closed the run (the process died before Temporal heard
+        // back) answers what it recorded.
+        const closedBy = execution.ender_worker_execution_id;
+        if (input.closesRun && input.worker.type === 'ENDER' && closedBy) {
+          const row =
+            start.row?.id === closedBy
+              ? start.row
+              : ((await db('worker_executions').where({ id: closedBy }).first()) as
+                  WorkerExecutionRow | undefined);
+          if (row && row.worker_id === input.worker.id) {
+            return {
+              ...outputOf(input.worker, row),
+              runStatus: execution.run_status === 'FAILED' ? 'FAILED' : 'SUCCEEDED',
+            };
+          }
+        }
+        throw ApplicationFailure.nonRetryable(`Workflow execution ${execution.id} has already ended.`);
+      }
+      if (!start.row) throw new Error(`worker execution of ${worker.id} could not be recorded`);
+      const begun = { row: start.row, fresh: start.fresh };
+      // An attempt that died mid-script: this one starts the script again.
+      if (!begun.fresh && begun.row.status === 'RUNNING') await restartWorkerExecution(db, begun.row.id);
       /**
        * The main path's ENDER closes the run when its step COMPLETED (`closesRun`): no worker can
        * still be running then (branches end at their BARRIER before the run goes on), so SUCCEEDED
        * is final. Idempotent: an ended run is left as it is, and its status is what is answered.
        */
+      const closing = (status: 'COMPLETED' | 'ERROR') =>
+        input.closesRun === true && worker.type === 'ENDER' && status === 'COMPLETED';
       async function closeRun(output: RunWorkerOutput): Promise<RunWorkerOutput> {
-        if (!input.closesRun || worker.type !== 'ENDER' || output.status !== 'COMPLETED') return output;
-        const closed = await endWorkflowExecution(db, execution.id, {
+        if (!closing(output.status)) return output;
+        const closed = await endWorkflowExecution(db, execution!.id, {
           runStatus: 'SUCCEEDED',
           enderWorkerExecutionId: output.workerExecutionId,
           failure: null,
@@ -359,28 +364,39 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
             message = steer.error;
           }
         }
-        await endWorkerExecution(db, record.id, {
-          status: finalStatus,
-          result: finalStatus === 'COMPLETED' ? result : { error: message },
-          errorMessage: message,
-          cpuTimeSeconds: measured.cpuTimeMs / 1000,
-          durationSeconds: measured.wallTimeMs / 1000,
-          logs: measured.logs,
-        });
-        // Ended: a retry answers the recorded outcome and never runs the script again. A fresh
-        // execution whose script made no SDK call has no journal rows to drop.
-        if (!begun.fresh || (journal?.calls ?? 0) > 0) await dropJournal(db, record.id);
-        return closeRun({
+        const output: RunWorkerOutput = {
           workerExecutionId: record.id,
           status: finalStatus,
           errorMessage: message,
           condition: finalStatus === 'COMPLETED' ? steer.condition : null,
           branchCount: finalStatus === 'COMPLETED' ? steer.branchCount : null,
-        });
+        };
+        const measures = {
+          cpuTimeSeconds: measured.cpuTimeMs / 1000,
+          durationSeconds: measured.wallTimeMs / 1000,
+          logs: measured.logs,
+        };
+        // The main path's ENDER that COMPLETED ends its row and closes the run together.
+        const closed = closing(finalStatus)
+          ? await endStepClosingRun(db, execution!.id, record.id, { result, ...measures })
+          : null;
+        if (!closed) {
+          await endWorkerExecution(db, record.id, {
+            status: finalStatus,
+            result: finalStatus === 'COMPLETED' ? result : { error: message },
+            errorMessage: message,
+            ...measures,
+          });
+        }
+        // Ended: a retry answers the recorded outcome and never runs the script again. A fresh
+        // execution whose script made no SDK call has no journal rows to drop.
+        if (!begun.fresh || (journal?.calls ?? 0) > 0) await dropJournal(db, record.id);
+        if (!closed) return output;
+        return { ...output, runStatus: closed.run.run_status === 'FAILED' ? 'FAILED' : 'SUCCEEDED' };
       };
 
-      const inputs = await inputsRead;
-      const program = await programOf(db, execution.account_id, worker);
+      const inputs = assembleInputs(input.inputs, start.results);
+      const program = await programOf(db, execution.account_id, worker, start.template);
       if (program !== null && 'error' in program) return end('ERROR', null, program.error);
       let scriptInputs = program?.formInputs ? withDefaults(program.formInputs, stored) : stored;
       // The run's parameters (a webhook's body and date, say) are the STARTER's inputs too.

@@ -91,6 +91,25 @@ class WorkerFailed extends Error {
  * Deterministic: no I/O, no clock, no randomness; inputs and results travel by id.
  */
 export async function interpreterWorkflow(input: InterpreterInput): Promise<FinishRunInput> {
+  return interpret(input, patched);
+}
+
+/**
+ * The interpreter every new run starts (INTERPRETER_WORKFLOW): `interpreterWorkflow`'s code with
+ * every patch it carries taken, so a run records no patch markers. Each marker is a command and a
+ * `TemporalChangeVersion` search-attribute upsert in the run's first workflow task, which cost
+ * about 10 ms per run (bench/workflow.bench.ts). Runs started by older code keep their own type,
+ * `interpreterWorkflow`, whose patches still choose what their histories did when they replay.
+ */
+export async function interpreterWorkflowV2(input: InterpreterInput): Promise<FinishRunInput> {
+  return interpret(input, () => true);
+}
+
+/** The interpreter; `patched` answers whether the run takes a change made since runs began. */
+async function interpret(
+  input: InterpreterInput,
+  patched: (patchId: string) => boolean,
+): Promise<FinishRunInput> {
   const byId = new Map(input.workers.map((worker) => [worker.id, worker]));
   const node = (id: string): WorkerNode => byId.get(id)!;
   const localSteps = new Set(input.localSteps ?? []);

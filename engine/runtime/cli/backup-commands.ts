@@ -8,7 +8,7 @@ import { restoreBackup, type RestoreProgress, RestoreRefused, verifyBackup } fro
 import { loadConfig, type Config } from '../../platform/config';
 import { connectDatabase } from '../../platform/database';
 import { startEmbeddedPostgres } from '../embedded-postgres';
-import { INTERPRETER_WORKFLOW } from '../../workflows/run-input';
+import { INTERPRETER_WORKFLOWS } from '../../workflows/run-input';
 import { reconcileSchedules, temporalWorkflowSchedules } from '../../workflows/workflow-schedules';
 import { openCliDatabaseUrl, portOpen } from './cli-database';
 
@@ -167,7 +167,8 @@ async function alignTemporal(config: Config, databaseUrl: string, settledRuns: s
     const open = new Set(settledRuns);
     for await (const run of client.workflow.list({
       query:
-        `WorkflowType = '${INTERPRETER_WORKFLOW}' AND ExecutionStatus = 'Running' AND ` +
+        `WorkflowType IN (${INTERPRETER_WORKFLOWS.map((type) => `'${type}'`).join(', ')}) AND ` +
+        `ExecutionStatus = 'Running' AND ` +
         `TaskQueue = '${config.temporalTaskQueue}'`,
     })) {
       open.add(run.workflowId);
