@@ -12,6 +12,8 @@ import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 
 export interface BareActivities {
   noop(step: number): Promise<number>;
+  /** A no-op too, answering when it ran (the bench's first-step gap reads the first one). */
+  stamp(step: number): Promise<number>;
 }
 
 const { noop } = proxyActivities<BareActivities>({ startToCloseTimeout: '1 minute' });
@@ -23,8 +25,9 @@ export async function bareWorkflow(): Promise<number> {
   return sum;
 }
 
-export async function bareLocalWorkflow(): Promise<number> {
-  let sum = 0;
-  for (let step = 0; step < 3; step++) sum += await local.noop(step);
-  return sum;
+/** Answers when each of its three local activities ran (epoch milliseconds, the worker's clock). */
+export async function bareLocalWorkflow(): Promise<number[]> {
+  const ran: number[] = [];
+  for (let step = 0; step < 3; step++) ran.push(await local.stamp(step));
+  return ran;
 }

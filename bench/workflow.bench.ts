@@ -35,6 +35,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { buildApp } from '../api/app';
 import { createAccount, createApiKey } from '../engine/identity/account-store';
@@ -91,6 +92,9 @@ interface WorkerHost {
 const bareActivities: BareActivities = {
   async noop(step) {
     return step;
+  },
+  async stamp() {
+    return Date.now();
   },
 };
 
@@ -277,6 +281,10 @@ interface ServiceSample {
 interface BareSample {
   startedMs: number;
   resultMs: number;
+  /** The Temporal workflow's id (the run's `wfex_…` id for the service). */
+  workflowId?: string;
+  /** When the bare local-activity workflow's first activity ran (epoch ms). */
+  firstStepAt?: number;
 }
 
 const fmt = (ms: number) => ms.toFixed(1);
@@ -476,7 +484,7 @@ function serviceTemporalRunner(api: Api, client: Client, workflowId: string): Te
         await sleep(5);
       }
     }
-    return { startedMs, resultMs: performance.now() - t0 };
+    return { startedMs, resultMs: performance.now() - t0, workflowId: executionId };
   };
 }
 
@@ -529,9 +537,15 @@ function bareRunner(
       workflowId: `bench-${kind}-${suffix}-${(bareCount += 1)}`,
     });
     const startedMs = performance.now() - t0;
-    const sum = await handle.result();
-    if (sum !== 3) throw new Error(`the bare workflow returned ${sum}`);
-    return { startedMs, resultMs: performance.now() - t0 };
+    const result: unknown = await handle.result();
+    const resultMs = performance.now() - t0;
+    if (kind === 'bareWorkflow' && result !== 3)
+      throw new Error(`the bare workflow returned ${String(result)}`);
+    if (kind === 'bareLocalWorkflow') {
+      if (!Array.isArray(result) || result.length !== 3) throw new Error('the bare workflow ran no 3 steps');
+      return { startedMs, resultMs, workflowId: handle.workflowId, firstStepAt: result[0] as number };
+    }
+    return { startedMs, resultMs };
   };
 }
 
@@ -603,6 +617,7 @@ async function breakdown(db: Database, samples: ServiceSample[]): Promise<Map<st
 interface FairRuns {
   serviceRun: TemporalRun;
   bareRun: BareRun;
+  client: Client;
 }
 
 interface LatencyResults {
@@ -612,7 +627,58 @@ interface LatencyResults {
   fairService: BareSample[];
   fairBare: BareSample[];
   segments: Map<string, number[]>;
+  firstStep: Map<string, number[]>;
   latencySeconds: number;
+}
+
+const eventMs = (event: temporal.api.history.v1.IHistoryEvent | undefined) =>
+  Number(event?.eventTime?.seconds ?? 0) * 1000 + Math.floor((event?.eventTime?.nanos ?? 0) / 1e6);
+
+/**
+ * Issue 33: how soon a run's first step starts once Temporal has the workflow. From each history,
+ * the WorkflowExecutionStarted event's time and the first workflow task's start (Temporal's
+ * dispatch, which both pay); the first step's start is the STARTER's `started_at` for the service
+ * and the first local activity's own clock for the bare workflow (one machine, one clock).
+ */
+async function firstStepGaps(
+  db: Database,
+  client: Client,
+  service: BareSample[],
+  bare: BareSample[],
+): Promise<Map<string, number[]>> {
+  const gaps = new Map<string, number[]>();
+  const add = (label: string, value: number) => gaps.set(label, [...(gaps.get(label) ?? []), value]);
+  const starters = new Map(
+    (
+      (await db('worker_executions')
+        .whereIn(
+          'workflow_execution_id',
+          service.map((sample) => sample.workflowId!),
+        )
+        .where({ worker_type: 'STARTER' })
+        .select('workflow_execution_id', 'started_at')) as Array<{
+        workflow_execution_id: string;
+        started_at: Date;
+      }>
+    ).map((row) => [row.workflow_execution_id, row.started_at.getTime()]),
+  );
+  const times = async (workflowId: string) => {
+    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+    const events = history.events ?? [];
+    const taskStarted = events.find((event) => event.workflowTaskStartedEventAttributes);
+    return { started: eventMs(events[0]), taskStarted: eventMs(taskStarted) };
+  };
+  for (const sample of bare) {
+    const { started, taskStarted } = await times(sample.workflowId!);
+    add('bare: workflow started → first workflow task started (Temporal)', taskStarted - started);
+    add('bare: workflow started → first local activity started', sample.firstStepAt! - started);
+  }
+  for (const sample of service) {
+    const { started, taskStarted } = await times(sample.workflowId!);
+    add('service: workflow started → first workflow task started (Temporal)', taskStarted - started);
+    add('service: workflow started → STARTER started_at', starters.get(sample.workflowId!)! - started);
+  }
+  return gaps;
 }
 
 /** 1. Latency, one run at a time; interleaved so that a load spike from elsewhere hits both. */
@@ -636,10 +702,20 @@ async function measureLatency(
     waitLatency.push(await serviceRun(i, true));
     bareLatency.push(await bareRun());
   }
+  const latencySeconds = (performance.now() - latencyStarted) / 1000;
   serviceLatency = await withDbTimes(db, serviceLatency);
   const segments = await breakdown(db, serviceLatency);
-  const latencySeconds = (performance.now() - latencyStarted) / 1000;
-  return { serviceLatency, waitLatency, bareLatency, fairService, fairBare, segments, latencySeconds };
+  const firstStep = await firstStepGaps(db, fair.client, fairService, fairBare);
+  return {
+    serviceLatency,
+    waitLatency,
+    bareLatency,
+    fairService,
+    fairBare,
+    segments,
+    firstStep,
+    latencySeconds,
+  };
 }
 
 interface LoadResults {
@@ -647,6 +723,8 @@ interface LoadResults {
   fairServiceSeconds: number;
   fairBareLoad: BareSample[];
   fairBareSeconds: number;
+  fairServiceCpu: Array<[string, number]>;
+  fairBareCpu: Array<[string, number]>;
   serviceLoad: ServiceSample[];
   serviceLoadSeconds: number;
   serviceLoadDbSeconds: number;
@@ -679,8 +757,12 @@ async function measureLoad(
     return { samples, seconds: (performance.now() - started) / 1000 };
   };
   let i = 0;
+  const fairServiceCpuBefore = await processTreeCpu();
   const fairServiceRun = await timed(() => fair.serviceRun((i += 1)));
+  const fairServiceCpu = cpuDelta(fairServiceCpuBefore, await processTreeCpu());
+  const fairBareCpuBefore = await processTreeCpu();
   const fairBareRun = await timed(fair.bareRun);
+  const fairBareCpu = cpuDelta(fairBareCpuBefore, await processTreeCpu());
   let serviceLoad: ServiceSample[] = [];
   const serviceCpuBefore = await processTreeCpu();
   const serviceLoadStarted = performance.now();
@@ -722,6 +804,8 @@ async function measureLoad(
     fairServiceSeconds: fairServiceRun.seconds,
     fairBareLoad: fairBareRun.samples,
     fairBareSeconds: fairBareRun.seconds,
+    fairServiceCpu,
+    fairBareCpu,
     serviceLoad,
     serviceLoadSeconds,
     serviceLoadDbSeconds,
@@ -855,6 +939,11 @@ function reportLatency(sizes: Sizes, latency: LatencyResults): void {
       `ended_at, ms resolution; bare handle.result() p50 ÷ 3 activities: ${fmt(bareResult.p50 / 3)} ms)`,
   );
   printSegments(segments);
+  console.log(
+    `\nIssue 33: from the workflow's start (its WorkflowExecutionStarted event) to its first step, the ` +
+      `same ${sizes.latencyRuns} runs of each (Temporal's times and the steps' on one machine's clock, ms resolution)`,
+  );
+  printSegments(latency.firstStep);
 }
 
 function reportLoad(sizes: Sizes, load: LoadResults): void {
@@ -929,6 +1018,12 @@ function reportLoad(sizes: Sizes, load: LoadResults): void {
       ? 'not measured (no /proc)'
       : `${((1000 * usage.reduce((sum, [, s]) => sum + s, 0)) / sizes.throughputRuns).toFixed(0)} ms: ` +
         usage.map(([name, s]) => `${name} ${((1000 * s) / sizes.throughputRuns).toFixed(0)}`).join(', ');
+  console.log(
+    `CPU per run (this process tree, user + system): issue 20 service, to handle.result() ${perRun(load.fairServiceCpu)}`,
+  );
+  console.log(
+    `CPU per run (this process tree, user + system): issue 20 bare, 3 local activities ${perRun(load.fairBareCpu)}`,
+  );
   console.log(`CPU per run (this process tree, user + system): service, polling ${perRun(load.serviceCpu)}`);
   console.log(`CPU per run (this process tree, user + system): service, waiting ${perRun(load.waitCpu)}`);
   console.log(`CPU per run (this process tree, user + system): bare ${perRun(load.bareCpu)}`);
@@ -940,22 +1035,22 @@ function reportLoad(sizes: Sizes, load: LoadResults): void {
   );
 }
 
-/** Issue 20's targets beside today's figures (both clocks at Temporal's completion). */
+/** Issue 33's targets (issue 20's, raised) beside today's figures (both clocks at Temporal's completion). */
 function reportTargets(sizes: Sizes, latency: LatencyResults, load: LoadResults): void {
   const latencyRatio =
     percentiles(latency.fairService.map((x) => x.resultMs)).p50 /
     percentiles(latency.fairBare.map((x) => x.resultMs)).p50;
   const rateRatio = load.fairBareSeconds / load.fairServiceSeconds;
   console.log(
-    "\nIssue 20 targets (vs a bare workflow of 3 local activities, both timed to Temporal's completion):",
+    "\nIssue 33 targets (vs a bare workflow of 3 local activities, both timed to Temporal's completion):",
   );
   console.log('| measure | today | target | met | moonshot | met |');
   console.log('|---|---|---|---|---|---|');
   console.log(
-    `| latency p50 vs bare (one run at a time, ${sizes.latencyRuns} each) | ×${latencyRatio.toFixed(2)} | ≤ ×1.3 | ${latencyRatio <= 1.3 ? 'yes' : 'no'} | ≤ ×1.0 | ${latencyRatio <= 1 ? 'yes' : 'no'} |`,
+    `| latency p50 vs bare (one run at a time, ${sizes.latencyRuns} each) | ×${latencyRatio.toFixed(2)} | ≤ ×1.2 | ${latencyRatio <= 1.2 ? 'yes' : 'no'} | ≤ ×1.0 | ${latencyRatio <= 1 ? 'yes' : 'no'} |`,
   );
   console.log(
-    `| sustained runs/s vs bare (${sizes.throughputRuns} runs, ${IN_FLIGHT} in flight) | ×${rateRatio.toFixed(2)} | ≥ ×0.8 | ${rateRatio >= 0.8 ? 'yes' : 'no'} | ≥ ×1.0 | ${rateRatio >= 1 ? 'yes' : 'no'} |`,
+    `| sustained runs/s vs bare (${sizes.throughputRuns} runs, ${IN_FLIGHT} in flight) | ×${rateRatio.toFixed(2)} | ≥ ×0.9 | ${rateRatio >= 0.9 ? 'yes' : 'no'} | ≥ ×1.0 | ${rateRatio >= 1 ? 'yes' : 'no'} |`,
   );
 }
 
@@ -982,6 +1077,7 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
     const bareRun = bareRunner(services.client, services.bareTaskQueue, services.suffix, 'bareWorkflow');
     const fair: FairRuns = {
       serviceRun: serviceTemporalRunner(services.api, services.client, workflowId),
+      client: services.client,
       bareRun: bareRunner(services.client, services.bareTaskQueue, services.suffix, 'bareLocalWorkflow'),
     };
 

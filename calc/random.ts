@@ -235,25 +235,65 @@ export function uniformAt(
  * specifies exactly.
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value === 'number' && !Number.isFinite(value)) return JSON.stringify(String(value));
-    return JSON.stringify(value) ?? 'null';
-  }
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, item]) => item !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  return appendCanonical('', value);
 }
+
+/**
+ * Object keys in sorted order, memoised by the object's own key order: a request's thousands of
+ * securities share a handful of shapes, so each shape is sorted once.
+ */
+const sortedKeysByShape = new Map<string, string[]>();
+
+function sortedKeys(keys: string[]): string[] {
+  const shape = keys.join('\u0000');
+  let sorted = sortedKeysByShape.get(shape);
+  if (sorted === undefined) {
+    sorted = [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // Bounded: shapes beyond this are sorted each time (requests from code generating keys).
+    if (sortedKeysByShape.size < 1024) sortedKeysByShape.set(shape, sorted);
+  }
+  return sorted;
+}
+
+/** canonicalJson's text appended to `out` (one string built left to right, no intermediate arrays). */
+function appendCanonical(out: string, value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'number' && !Number.isFinite(value)) return out + JSON.stringify(String(value));
+    return out + (JSON.stringify(value) ?? 'null');
+  }
+  if (Array.isArray(value)) {
+    out += '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ',';
+      out = appendCanonical(out, value[i]);
+    }
+    return out + ']';
+  }
+  const object = value as Record<string, unknown>;
+  out += '{';
+  let first = true;
+  for (const key of sortedKeys(Object.keys(object))) {
+    const item = object[key];
+    if (item === undefined) continue;
+    if (!first) out += ',';
+    first = false;
+    out = appendCanonical(out + JSON.stringify(key) + ':', item);
+  }
+  return out + '}';
+}
+
+const UTF8 = new TextEncoder();
 
 /** 64-bit FNV-1a of the UTF-8 bytes, in 32-bit halves (h·prime = h·0x1b3 + h<<40, mod 2^64). */
 export function fnv1a64(text: string): Seed {
   let hi = 0xcbf29ce4;
   let lo = 0x84222325;
-  for (const byte of new TextEncoder().encode(text)) {
-    lo = (lo ^ byte) >>> 0;
+  const bytes = UTF8.encode(text);
+  for (let i = 0; i < bytes.length; i++) {
+    lo = (lo ^ bytes[i]!) >>> 0;
+    // lo·0x1b3 < 2^41: exact in a double; its high part carries into hi.
     const low = lo * 0x1b3;
-    const carry = Math.floor(low / TWO_32);
+    const carry = (low / TWO_32) | 0;
     hi = (imul(hi, 0x1b3) + carry + (lo << 8)) >>> 0;
     lo = low >>> 0;
   }

@@ -118,6 +118,44 @@ describe('seeds', () => {
     expect(seedFromRequest(request)).not.toEqual(seedFromRequest({ ...request, d: 0.10000000000000002 }));
   });
 
+  test('the canonical text and its hash are the ones the first implementation wrote (seeds never move)', () => {
+    // The implementation of issue 12, kept here as the reference: the same request must keep its numbers.
+    const reference = (value: unknown): string => {
+      if (value === null || typeof value !== 'object') {
+        if (typeof value === 'number' && !Number.isFinite(value)) return JSON.stringify(String(value));
+        return JSON.stringify(value) ?? 'null';
+      }
+      if (Array.isArray(value)) return `[${value.map((item) => reference(item)).join(',')}]`;
+      const entries = Object.entries(value as Record<string, unknown>)
+        .filter(([, item]) => item !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${reference(item)}`).join(',')}}`;
+    };
+    const referenceHash = (text: string) => {
+      let hi = 0xcbf29ce4;
+      let lo = 0x84222325;
+      for (const byte of new TextEncoder().encode(text)) {
+        lo = (lo ^ byte) >>> 0;
+        const low = lo * 0x1b3;
+        hi = (Math.imul(hi, 0x1b3) + Math.floor(low / 4294967296) + (lo << 8)) >>> 0;
+        lo = low >>> 0;
+      }
+      return { lo, hi };
+    };
+    fc.assert(
+      fc.property(
+        fc.jsonValue(),
+        fc.array(fc.record({ b: fc.double(), a: fc.string(), c: fc.constant(undefined) })),
+        (value, rows) => {
+          const request = { value, rows };
+          expect(canonicalJson(request)).toBe(reference(request));
+          expect(seedFromRequest(request)).toEqual(referenceHash(reference(request)));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   test('explicit numeric seeds use both key words', () => {
     expect(seedFromNumber(2 ** 32 + 5)).toEqual({ lo: 5, hi: 1 });
     expect(() => seedFromNumber(-1)).toThrow(RangeError);

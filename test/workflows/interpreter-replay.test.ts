@@ -37,6 +37,10 @@ describe('replaying histories written by older interpreter code', () => {
         'local-steps/failed-in-branch.json',
         'local-steps/short-and-long-steps.json',
         'local-steps/succeeded.json',
+        'no-patch-markers/failed-at-ender.json',
+        'no-patch-markers/failed-in-branch.json',
+        'no-patch-markers/short-and-long-steps.json',
+        'no-patch-markers/succeeded.json',
       ]),
     );
   });

@@ -66,6 +66,22 @@ describe('short steps as local activities', () => {
     ]);
     // Four steps, one workflow task: no Temporal round trip between them.
     expect(workflowTasks(history)).toBe(1);
+    // Issue 33: a new run is interpreterWorkflowV2 and records no patch marker (nor the
+    // TemporalChangeVersion upsert each one brings): its only markers are its four steps.
+    const events = history.events ?? [];
+    expect(events[0]!.workflowExecutionStartedEventAttributes!.workflowType!.name).toBe(
+      'interpreterWorkflowV2',
+    );
+    const markers = events.flatMap((event) =>
+      event.markerRecordedEventAttributes ? [event.markerRecordedEventAttributes.markerName] : [],
+    );
+    expect(markers).toEqual([
+      'core_local_activity',
+      'core_local_activity',
+      'core_local_activity',
+      'core_local_activity',
+    ]);
+    expect(events.filter((event) => event.upsertWorkflowSearchAttributesEventAttributes)).toHaveLength(1);
     const ended = await h.pollUntilEnded(workflow.id, started.id);
     expect(ended.run_status).toBe('SUCCEEDED');
     expect((await h.workerExecution(ended.ender_worker_execution_id!)).result).toEqual({ n: 10 });
