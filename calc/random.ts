@@ -245,7 +245,9 @@ export function canonicalJson(value: unknown): string {
 const sortedKeysByShape = new Map<string, string[]>();
 
 function sortedKeys(keys: string[]): string[] {
-  const shape = keys.join('\u0000');
+  // Length-prefixed, so no two key lists share a shape (keys may hold any character, or be empty).
+  let shape = '';
+  for (const key of keys) shape += `${key.length}:${key}`;
   let sorted = sortedKeysByShape.get(shape);
   if (sorted === undefined) {
     sorted = [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

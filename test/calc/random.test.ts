@@ -152,8 +152,20 @@ describe('seeds', () => {
           expect(seedFromRequest(request)).toEqual(referenceHash(reference(request)));
         },
       ),
-      { numRuns: 300 },
+      { numRuns: 1000 },
     );
+    // Shapes that a key list joined naively would confuse: no keys and one empty key, or keys that
+    // hold the separator or a length prefix.
+    for (const value of [
+      {},
+      { '': false },
+      { 'a\u0000': 1, b: 2 },
+      { a: 1, '\u0000b': 2 },
+      { '1:a': 1, '': 2 },
+      { '': 1, '1:a': 2 },
+    ]) {
+      expect(canonicalJson(value)).toBe(reference(value));
+    }
   });
 
   test('explicit numeric seeds use both key words', () => {
