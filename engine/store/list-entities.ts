@@ -13,6 +13,7 @@ import {
   toRecord,
 } from './entity-store';
 import { type Filter, type ListQuery, type ListRequest, type OrderKey, parseListQuery } from './list-query';
+import { firstPageBatched } from './list-batch';
 import { decodeKeysetToken, encodeKeysetToken, likePrefix } from './page-token';
 
 /** Lists of stored entities: the query language (list-query.ts) compiled to SQL, with keyset paging over any order. */
@@ -403,6 +404,32 @@ function pageOf(
   return { items, next_page_token: next };
 }
 
+/** A first page in the default order, without filters, of the caller's own account. */
+function batchable(
+  db: Database,
+  actor: Actor,
+  kind: EntityKind,
+  query: ListQuery,
+  cursor: string[] | null,
+  whole: boolean,
+): boolean {
+  return (
+    !db.isTransaction &&
+    !whole &&
+    cursor === null &&
+    query.order.length === 0 &&
+    !query.json &&
+    query.id === null &&
+    query.tags.length === 0 &&
+    query.linkUid === null &&
+    query.namePrefix === null &&
+    query.filters.length === 0 &&
+    query.period === null &&
+    query.distinctOn.length === 0 &&
+    readableAccounts(kind, actor.principal.accountId).length === 1
+  );
+}
+
 /**
  * One list implementation for every kind: most recent first by default, keyset paging (rows
  * inserted or deleted meanwhile neither repeat nor vanish), every `query` mode, period filters.
@@ -428,14 +455,31 @@ export async function listEntities(
   const order = listOrder(kind, query);
   const signature = order.map((key) => (key.descending ? '-' : '') + key.property).join(',');
   const cursor = decodeKeysetToken(request.page_token, signature, order.length);
-  const candidates = candidateRows(db, actor, kind, query, workspace);
-  const time = timeColumnOrder(order, query);
   const whole = options.whole === true;
-  const columns = rowColumns(db, whole ? [] : kind.listOmit);
-  const statement =
-    time !== undefined
-      ? timeOrderedStatement(db, candidates, time, order[0]!.descending, cursor, columns)
-      : keyOrderedStatement(db, kind, candidates, order, query.distinctOn, cursor, columns);
-  const rows = await readPage(db, statement, actor, kind, query, workspace);
+  const read = () => {
+    const candidates = candidateRows(db, actor, kind, query, workspace);
+    const time = timeColumnOrder(order, query);
+    const columns = rowColumns(db, whole ? [] : kind.listOmit);
+    const statement =
+      time !== undefined
+        ? timeOrderedStatement(db, candidates, time, order[0]!.descending, cursor, columns)
+        : keyOrderedStatement(db, kind, candidates, order, query.distinctOn, cursor, columns);
+    return readPage(db, statement, actor, kind, query, workspace);
+  };
+  // The default first page, the one most lists ask for, is read in a batch with the others of this
+  // turn (list-batch.ts): one statement and one commit for all of them.
+  const rows = batchable(db, actor, kind, query, cursor, whole)
+    ? ((await firstPageBatched(
+        db,
+        kind,
+        {
+          accountId: actor.principal.accountId,
+          workspace: kind.scope === 'workspace' ? workspace : null,
+          pageSize: query.pageSize,
+          actor,
+        },
+        read,
+      )) as ListedRow[])
+    : await read();
   return pageOf(kind, rows, query, order, signature, whole);
 }

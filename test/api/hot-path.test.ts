@@ -58,9 +58,10 @@ describe('hot path: round trips of an authenticated read', () => {
       expect(res.json().portfolios).toHaveLength(2);
     });
     expect(statements).toHaveLength(1);
-    expect(statements[0]).toMatch(/^WITH found AS .*INSERT INTO audit_logs/s);
+    // The first page in the default order goes through the batch of list-batch.ts.
+    expect(statements[0]).toMatch(/^WITH req AS .*INSERT INTO audit_logs/s);
     // PostgreSQL leaves out what a list does not show (the securities): they are not even read.
-    expect(statements[0]).toMatch(/body - \$\d+::text\[\] as body/);
+    expect(statements[0]).toMatch(/body - \$\d+::text\[\] AS body/);
     const [record] = await h
       .db('audit_logs')
       .where({ operation: 'VIEW', entity_type: 'Portfolio' })
@@ -72,6 +73,17 @@ describe('hot path: round trips of an authenticated read', () => {
     }>;
     expect(record).toMatchObject({ activity: 'Listed 2 portfolio records', workspace: 'main' });
     expect(record.viewed_ids).toEqual(listed.map((p) => p.id));
+    // A later page, or another order, is one statement of its own, just as lean.
+    const next = await statementsOf(async () => {
+      const res = await h.call(
+        'GET',
+        '/v2/portfolios?page_size=2&query=' + encodeURIComponent('{"order": ["name"]}'),
+      );
+      expect(res.statusCode).toBe(200);
+    });
+    expect(next).toHaveLength(1);
+    expect(next[0]).toMatch(/^WITH found AS .*INSERT INTO audit_logs/s);
+    expect(next[0]).toMatch(/body - \$\d+::text\[\] as body/);
   });
 
   test('concurrent GETs by id of two accounts are one statement, and each gets only its own row and record', async () => {
@@ -269,5 +281,101 @@ describe('hot path: round trips of an authenticated read', () => {
     } finally {
       await other.destroy();
     }
+  });
+
+  test('concurrent first pages of lists are one statement; each gets its own account and workspace, and its own record', async () => {
+    const other = await createTestAccount(h.db);
+    const mine = [];
+    for (const name of ['B1', 'B2', 'B3']) {
+      mine.push(
+        (await h.call('POST', '/v2/portfolios', { name, securities: [] })).json().portfolio.id as string,
+      );
+    }
+    const elsewhere = (
+      await h.call('POST', '/v2/portfolios', { name: 'Elsewhere', securities: [], workspace: 'elsewhere' })
+    ).json().portfolio.id as string;
+    const theirs = (await h.call('POST', '/v2/portfolios', { name: 'Theirs', securities: [] }, other)).json()
+      .portfolio.id as string;
+    // Warm both credential caches (and rate-limit leases), then list concurrently.
+    await h.call('GET', '/v2/workspaces');
+    await h.call('GET', '/v2/workspaces', undefined, other);
+    const before = new Date(Date.now() - 1);
+    let responses: Awaited<ReturnType<typeof h.call>>[] = [];
+    const statements = await statementsOf(async () => {
+      responses = await Promise.all([
+        h.call('GET', '/v2/portfolios?page_size=2'),
+        h.call('GET', '/v2/portfolios', undefined, other),
+        h.call('GET', '/v2/portfolios?workspace=elsewhere'),
+        h.call('GET', '/v2/portfolios?workspace=nowhere'),
+      ]);
+    });
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
+    expect(statements.filter((sql) => /^WITH req AS/.test(sql))).toHaveLength(1);
+    const [page, theirPage, elsewherePage, empty] = responses.map((r) => r.json());
+    expect(page.portfolios.map((p: { id: string }) => p.id)).toEqual([mine[2], mine[1]]);
+    expect(page.next_page_token).toEqual(expect.any(String));
+    expect(page.portfolios[0]).not.toHaveProperty('securities');
+    expect(theirPage.portfolios.map((p: { id: string }) => p.id)).toEqual([theirs]);
+    expect(theirPage.next_page_token).toBeNull();
+    expect(elsewherePage.portfolios.map((p: { id: string }) => p.id)).toEqual([elsewhere]);
+    expect(empty).toEqual({ portfolios: [], next_page_token: null });
+    // The next page continues where the batched one stopped.
+    const second = await h.call('GET', `/v2/portfolios?page_size=2&page_token=${page.next_page_token}`);
+    expect(second.json().portfolios.map((p: { id: string }) => p.id)).toContain(mine[0]);
+    // One record per non-empty page, in the reader's account, naming the ids it showed.
+    const records = await h
+      .db('audit_logs')
+      .where({ operation: 'VIEW', entity_type: 'Portfolio' })
+      .whereNull('entity_id')
+      .where('created_at', '>', before)
+      .orderBy('created_at');
+    const listed = records
+      .filter((r) => /^Listed /.test(r.activity))
+      .map((r) => [r.account_id, r.workspace, r.activity, r.viewed_ids, r.credential_id]);
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        [
+          h.account.accountId,
+          'main',
+          'Listed 2 portfolio records',
+          [mine[2], mine[1]],
+          h.account.key.account_sid,
+        ],
+        [other.accountId, 'main', 'Listed 1 portfolio records', [theirs], other.key.account_sid],
+        [
+          h.account.accountId,
+          'elsewhere',
+          'Listed 1 portfolio records',
+          [elsewhere],
+          h.account.key.account_sid,
+        ],
+      ]),
+    );
+    expect(listed.filter((r) => r[1] === 'nowhere')).toEqual([]);
+  });
+
+  test('a batch of lists the database refuses is read again list by list: only the bad one fails', async () => {
+    await h.call('POST', '/v2/portfolios', { name: 'Refused', securities: [] });
+    const list = (userAgent: string) =>
+      h.app.inject({
+        method: 'GET',
+        url: '/v2/portfolios',
+        headers: { authorization: h.account.bearer, 'user-agent': userAgent },
+      });
+    await list('warm');
+    await h.db.raw(
+      `ALTER TABLE audit_logs ADD CONSTRAINT refuse_list CHECK (user_agent IS DISTINCT FROM 'refuse-me')`,
+    );
+    let responses: Awaited<ReturnType<typeof list>>[] = [];
+    try {
+      const statements = await statementsOf(async () => {
+        responses = await Promise.all([list('fine/1'), list('refuse-me'), list('fine/2')]);
+      });
+      expect(statements.filter((sql) => /^WITH req AS/.test(sql))).toHaveLength(1);
+      expect(statements.filter((sql) => /^WITH found AS/.test(sql))).toHaveLength(3);
+    } finally {
+      await h.db.raw('ALTER TABLE audit_logs DROP CONSTRAINT refuse_list');
+    }
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 500, 200]);
   });
 });

@@ -162,7 +162,10 @@ describe(`the image, ${how}`, () => {
       // Temporal's history names who ran each task: the worker the image runs, and nothing else.
       const connection = await Connection.connect({ address: process.env.TEST_TEMPORAL_ADDRESS! });
       try {
-        const history = await new Client({ connection }).workflow.getHandle(executionId).fetchHistory();
+        const handle = new Client({ connection }).workflow.getHandle(executionId);
+        // The records close before the Temporal run does: wait for it, then read its history.
+        await handle.result().catch(() => undefined);
+        const history = await handle.fetchHistory();
         const identities = (history.events ?? []).flatMap((event) =>
           [
             event.workflowTaskStartedEventAttributes?.identity,

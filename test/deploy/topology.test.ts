@@ -402,6 +402,11 @@ describe('the compose topology as processes', () => {
     });
     expect(creates).toHaveLength(1);
     // The attempt that completed ran on the other process.
+    // The records close before the Temporal run does: wait for it, then read its history.
+    await temporal.workflow
+      .getHandle(executionId)
+      .result()
+      .catch(() => undefined);
     const history = await temporal.workflow.getHandle(executionId).fetchHistory();
     const startedBy = (history.events ?? [])
       .map((event) => event.activityTaskStartedEventAttributes?.identity)

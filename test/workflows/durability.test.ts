@@ -223,6 +223,11 @@ describe('durability: a worker process killed mid-script', () => {
     expect(creates[0]).toMatchObject({ entity_id: made[0]!.id, source: 'WORKER' });
 
     // The step ran as the kind it was meant to be.
+    // The records close before the Temporal run does: wait for it, then read its history.
+    await t.temporal.workflow
+      .getHandle(executionId)
+      .result()
+      .catch(() => undefined);
     const history = await t.temporal.workflow.getHandle(executionId).fetchHistory();
     const kinds = stepsInHistory(history).filter((step) => step.step === `${m}#-1`);
     expect(kinds.length).toBeGreaterThan(0);

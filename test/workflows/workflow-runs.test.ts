@@ -129,6 +129,8 @@ describe('workflow runs', () => {
 
       // One activity per worker execution, named `<worker>#<parallel_index>` in the Temporal UI (inline
       // scripts are short steps: local activities, named by their summary).
+      // The records close before the Temporal run does: wait for it, then read its history.
+      await h.t.temporal.workflow.getHandle(ended.id).result();
       const history = await h.t.temporal.workflow.getHandle(ended.id).fetchHistory();
       const activityIds = stepsInHistory(history).map((step) => step.step);
       expect(activityIds.filter((id) => id.includes('#')).sort()).toEqual(
