@@ -16,6 +16,7 @@ import { runPreparedSql } from '../platform/prepared-statements';
 import { auditRow } from './audit-trail';
 import type { Actor } from '../platform/principal';
 import type { EntityKind } from './entity-store';
+import { REQUEST_COLUMNS as VIEW_REQUEST_COLUMNS } from './view-batch';
 
 /** What the batch reads for one request. */
 export interface FirstPageRequest {
@@ -36,28 +37,11 @@ interface Pending extends FirstPageRequest {
 /** Lists per statement; more wait for the next. */
 const MAX_BATCH = 64;
 
-/** Audit columns filled from each request (the rest are the list's own). */
-const REQUEST_COLUMNS = [
-  ['id', 'text'],
-  ['account_id', 'text'],
-  ['user_id', 'text'],
-  ['created_at', 'timestamptz'],
-  ['source', 'text'],
-  ['status', 'text'],
-  ['workflow_id', 'text'],
-  ['workflow_name', 'text'],
-  ['workflow_execution_id', 'text'],
-  ['user_email', 'text'],
-  ['proxy_admin_email', 'text'],
-  ['credential_id', 'text'],
-  ['credential_type', 'text'],
-  ['ip', 'text'],
-  ['user_agent', 'text'],
-  ['user_agent_pretty', 'text'],
-  ['location', 'jsonb'],
-] as const;
+/** Audit columns filled from each request (the rest are the list's own, the entity type its kind's). */
+const REQUEST_COLUMNS = VIEW_REQUEST_COLUMNS.filter(([column]) => column !== 'entity_type');
 
-const ROW_COLUMNS = [
+/** An entity row's columns, but its body (which a list reads without what it leaves out). */
+export const ROW_COLUMNS = [
   'account_id',
   'kind',
   'id',

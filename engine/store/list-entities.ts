@@ -13,7 +13,7 @@ import {
   toRecord,
 } from './entity-store';
 import { type Filter, type ListQuery, type ListRequest, type OrderKey, parseListQuery } from './list-query';
-import { firstPageBatched } from './list-batch';
+import { firstPageBatched, ROW_COLUMNS } from './list-batch';
 import { decodeKeysetToken, encodeKeysetToken, likePrefix } from './page-token';
 
 /** Lists of stored entities: the query language (list-query.ts) compiled to SQL, with keyset paging over any order. */
@@ -260,21 +260,6 @@ function timeColumnOrder(order: OrderKey[], query: ListQuery): 'created_at' | 'u
     query.distinctOn.length === 0;
   return fastPath ? time : undefined;
 }
-
-const ROW_COLUMNS = [
-  'account_id',
-  'kind',
-  'id',
-  'workspace',
-  'name',
-  'description',
-  'tags',
-  'link_uid',
-  'date',
-  'created_at',
-  'updated_at',
-  'version',
-];
 
 /**
  * The row's columns, its body without the fields a list leaves out (a portfolio's securities, a

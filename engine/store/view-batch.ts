@@ -38,8 +38,11 @@ interface Pending {
 /** Reads per statement; more wait for the next. */
 const MAX_BATCH = 256;
 
-/** Audit columns the batch fills from each request (the rest come from the row found). */
-const REQUEST_COLUMNS = [
+/**
+ * Audit columns the batch fills from each request (the rest come from the row found); the list
+ * batch (list-batch.ts) fills the same ones, but for the entity type, which it has per kind.
+ */
+export const REQUEST_COLUMNS = [
   ['id', 'text'],
   ['account_id', 'text'],
   ['user_id', 'text'],
