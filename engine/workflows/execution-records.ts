@@ -281,61 +281,6 @@ export async function findWorkerExecution(
   return row;
 }
 
-/**
- * Creates the row of one worker run, or finds it again when Temporal retries the activity: the
- * unique (execution, worker, branch) key makes a retry reuse its row instead of duplicating it.
- * `fresh` is false for a row found again; one that already ended holds the outcome to hand back.
- */
-export async function beginWorkerExecution(
-  db: Database,
-  input: {
-    execution: WorkflowExecutionRow;
-    workerId: string;
-    workerName: string;
-    workerType: WorkerType;
-    parallelIndex: number;
-    inputParams: Record<string, unknown>;
-  },
-): Promise<{ row: WorkerExecutionRow; fresh: boolean }> {
-  const now = new Date();
-  const [inserted] = (await db('worker_executions')
-    .insert({
-      id: newId('workerExecution'),
-      account_id: input.execution.account_id,
-      workflow_execution_id: input.execution.id,
-      workflow_id: input.execution.workflow_id,
-      workflow_name: input.execution.workflow_name,
-      worker_id: input.workerId,
-      worker_name: input.workerName,
-      worker_type: input.workerType,
-      trigger: input.execution.trigger,
-      status: 'RUNNING',
-      parallel_index: input.parallelIndex,
-      input_params: JSON.stringify(input.inputParams),
-      created_at: now,
-      updated_at: now,
-      started_at: now,
-    })
-    .onConflict(['workflow_execution_id', 'worker_id', 'parallel_index'])
-    .ignore()
-    .returning('*')) as WorkerExecutionRow[];
-  if (inserted) return { row: inserted, fresh: true };
-  const existing = (await db('worker_executions')
-    .where({
-      workflow_execution_id: input.execution.id,
-      worker_id: input.workerId,
-      parallel_index: input.parallelIndex,
-    })
-    .first()) as WorkerExecutionRow;
-  if (existing.status === 'RUNNING') {
-    // An attempt that died mid-script: this one starts the script again.
-    await db('worker_executions')
-      .where({ id: existing.id })
-      .update({ started_at: now, updated_at: now, version: db.raw('version + 1') });
-  }
-  return { row: existing, fresh: false };
-}
-
 const TIMESTAMPS = ['created_at', 'updated_at', 'started_at', 'ended_at'];
 
 /** A row as `to_jsonb` wrote it, its timestamps (ISO text there) back to Dates, as pg parses them. */

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Actor } from '../../engine/platform/principal';
 import { importMarketCsv } from '../../engine/market-data/csv-import';
-import { beginWorkerExecution, insertWorkflowExecution } from '../../engine/workflows/execution-records';
+import { beginStep, insertWorkflowExecution } from '../../engine/workflows/execution-records';
 import { newId } from '../../engine/platform/ids';
 import { runScript, type ScriptOutcome } from '../../plugins/sandbox/script-sandbox';
 import { type BridgeScope, createSdkBridge, READ_FILE_MAX_BYTES } from '../../workers/activities/sdk-bridge';
@@ -481,15 +481,17 @@ describe('SDK bridge: files, calculations and the journal', () => {
         credentialId: '',
         credentialType: 'API_KEY',
       });
-      const begun = await beginWorkerExecution(h.db, {
-        execution,
+      const begun = await beginStep(h.db, {
+        executionId: execution.id,
         workerId: 'wrkr_x',
         workerName: 'X',
         workerType: 'BASIC',
         parallelIndex: -1,
         inputParams: {},
+        inputIds: [],
+        templateId: null,
       });
-      return begun.row.id;
+      return begun.row!.id;
     }
 
     const countPortfolios = async (name: string) =>
