@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
@@ -9,6 +8,7 @@ import { interruptedRunMessage } from '../../engine/runtime/backup/settle-interr
 import { newId } from '../../engine/platform/ids';
 import { embeddedPostgresUrl } from '../../engine/runtime/embedded-postgres';
 import { scheduleIdOf } from '../../engine/workflows/workflow-schedules';
+import { freePorts } from '../support/ports';
 
 /**
  * The operator's path end to end, on the real service: `npm start` in one DATA_DIR, writes going on
@@ -19,17 +19,6 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 interface Service {
   env: Record<string, string>;
   baseUrl: string;
@@ -38,12 +27,13 @@ interface Service {
 }
 
 async function serviceEnv(dataDir: string): Promise<Record<string, string>> {
+  const [api, postgres, temporal, ui] = await freePorts(4);
   return {
     DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    EMBEDDED_POSTGRES_PORT: String(await freePort()),
-    TEMPORAL_DEV_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
+    PORT: String(api),
+    EMBEDDED_POSTGRES_PORT: String(postgres),
+    TEMPORAL_DEV_PORT: String(temporal),
+    TEMPORAL_UI_PORT: String(ui),
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '100000',
     // The probe of every simulation backend is not what this suite is about.

@@ -3,34 +3,25 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { newId } from '../../engine/platform/ids';
+import { freePorts } from '../support/ports';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** A free port whose next one is free too (the worker's metrics take METRICS_PORT + 1). */
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const port = await freePort();
-    const server = createServer();
-    const free = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false));
-      server.listen(port + 1, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (free && port < 65535) return port;
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
+/** The ports `npm start` takes, all different; the worker's metrics take METRICS_PORT + 1 too. */
+async function launcherPorts(): Promise<Record<string, string>> {
+  const [metrics] = await freePorts(1, { span: 2 });
+  const [api, postgres, temporal, ui] = (await freePorts(6)).filter(
+    (port) => port !== metrics && port !== metrics! + 1,
+  );
+  return {
+    PORT: String(api),
+    EMBEDDED_POSTGRES_PORT: String(postgres),
+    TEMPORAL_DEV_PORT: String(temporal),
+    TEMPORAL_UI_PORT: String(ui),
+    METRICS_PORT: String(metrics),
+  };
 }
 
 /** Every live descendant of `pid`, read from /proc (Linux). */
@@ -155,11 +146,7 @@ describe('launcher', () => {
     dataDir = await mkdtemp(path.join(ROOT, '.test-data', 'launcher-'));
     env = {
       DATA_DIR: dataDir,
-      PORT: String(await freePort()),
-      EMBEDDED_POSTGRES_PORT: String(await freePort()),
-      TEMPORAL_DEV_PORT: String(await freePort()),
-      TEMPORAL_UI_PORT: String(await freePort()),
-      METRICS_PORT: String(await freePortPair()),
+      ...(await launcherPorts()),
       LOG_LEVEL: 'warn',
       // The outage test's load must meet 503s, not the rate limit.
       RATE_LIMIT_PER_MINUTE: '100000',
@@ -502,13 +489,7 @@ describe('launcher', () => {
   }, 60_000);
   test('in a terminal: one line per component, the credentials within the first 15 lines, requests as short lines, no bundle listing', async () => {
     const fresh = await mkdtemp(path.join(ROOT, '.test-data', 'launcher-tty-'));
-    const ports = {
-      PORT: String(await freePort()),
-      EMBEDDED_POSTGRES_PORT: String(await freePort()),
-      TEMPORAL_DEV_PORT: String(await freePort()),
-      TEMPORAL_UI_PORT: String(await freePort()),
-      METRICS_PORT: String(await freePortPair()),
-    };
+    const ports = await launcherPorts();
     // script(1) gives `npm start` a pseudo-terminal, as a person's shell would.
     const child = spawn('script', ['-qfec', 'npm start', '/dev/null'], {
       cwd: ROOT,

@@ -9,7 +9,8 @@ import {
   findTemporalCli,
   startTemporalDevServer,
 } from '../../engine/runtime/temporal-dev-server';
-import { PROJECT_ROOT, freePorts } from '../support/global-setup';
+import { PROJECT_ROOT } from '../support/global-setup';
+import { freePorts } from '../support/ports';
 import { eventually, hostService, isRunning } from './fixtures/child-services';
 
 const tempDirs: string[] = [];

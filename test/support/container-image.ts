@@ -2,10 +2,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import path from 'node:path';
 import { commandText, environmentOf, services } from './compose-file';
 import { PROJECT_ROOT } from './dockerfile';
+import { freePorts } from './ports';
 
 /**
  * The service's image, built and run for real by podman (a private configuration and storage under
@@ -679,10 +679,11 @@ export async function startImageDeployment(
   runtime: ImageRuntime,
   deploymentTarget: DeploymentTarget,
 ): Promise<ImageDeployment> {
+  const [apiPort, apiMetrics, workerMetrics] = await freePorts(3);
   const target = {
     ...deploymentTarget,
-    apiPort: deploymentTarget.apiPort ?? (await freePort()),
-    metricsPorts: { api: await freePort(), worker: await freePort() },
+    apiPort: deploymentTarget.apiPort ?? apiPort!,
+    metricsPorts: { api: apiMetrics!, worker: workerMetrics! },
   };
   const migrate = serviceSpec('migrate', target);
   const migrated = await runtime.oneShot('migrate', migrate.command, migrate.env);
@@ -734,17 +735,6 @@ export async function startImageDeployment(
     await Promise.allSettled(started.map((service) => service.stop()));
     throw new Error(`${(error as Error).message}\n${output}`);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitUntilServing(apiUrl: string, started: Service[], timeoutMs = 240_000): Promise<void> {

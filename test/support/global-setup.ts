@@ -1,5 +1,4 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../engine/runtime/embedded-postgres';
 import {
@@ -9,6 +8,7 @@ import {
   startTemporalDevServer,
 } from '../../engine/runtime/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
+import { freePorts } from './ports';
 
 /**
  * Jest global setup: one real PostgreSQL and one real Temporal dev server for the whole run. Suites find
@@ -32,24 +32,6 @@ type GlobalWithServices = typeof globalThis & { [TEST_SERVICES_KEY]?: TestServic
 
 export function testServices(): TestServices | undefined {
   return (globalThis as GlobalWithServices)[TEST_SERVICES_KEY];
-}
-
-/** Ports the OS just handed out; all are held open together so they differ from each other. */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<net.Server>((resolve, reject) => {
-          const server = net.createServer();
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
 }
 
 function present(value: string | undefined): value is string {

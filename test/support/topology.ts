@@ -21,7 +21,7 @@ import {
   temporalServerVersion,
   type TopologyPorts,
 } from './compose-topology';
-import { freePorts } from './global-setup';
+import { freePorts } from './ports';
 import { pas } from './pas-cli';
 
 /**
@@ -302,10 +302,10 @@ export async function startTopology(options: { replicas?: number } = {}): Promis
   await symlink(cliPath, path.join(bin, 'temporal'));
   const serverBinary = path.join(build.folder, 'temporal-server');
 
-  const allPorts = await freePorts(3 + 3 * replicas);
-  // Temporal records its members' ports in a SMALLINT column: they must be below 32768, where the
-  // OS never hands out ephemeral ports.
-  const temporalPorts = await freePortsBelow32768(TEMPORAL_PORT_VARIABLES.length);
+  // Temporal records its members' ports in a SMALLINT column: they must be below 32768.
+  const picked = await freePorts(3 + 3 * replicas + TEMPORAL_PORT_VARIABLES.length, { highest: 32_767 });
+  const allPorts = picked.slice(0, 3 + 3 * replicas);
+  const temporalPorts = picked.slice(3 + 3 * replicas);
   const ports: TopologyPorts = {
     postgres: allPorts[0]!,
     nginx: allPorts[1]!,
@@ -556,23 +556,4 @@ function tcpOpen(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
-}
-
-/** Free loopback ports in 20000-32767, all held open together so they differ. */
-async function freePortsBelow32768(count: number): Promise<number[]> {
-  const held: net.Server[] = [];
-  try {
-    while (held.length < count) {
-      const port = 20_000 + Math.floor(Math.random() * 12_768);
-      const server = net.createServer();
-      const bound = await new Promise<boolean>((resolve) => {
-        server.once('error', () => resolve(false));
-        server.listen(port, LOOPBACK, () => resolve(true));
-      });
-      if (bound) held.push(server);
-    }
-    return held.map((server) => (server.address() as net.AddressInfo).port);
-  } finally {
-    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
 }

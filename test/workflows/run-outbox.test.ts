@@ -17,7 +17,8 @@ import {
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
 import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import { createTemporalWorker } from '../../workers/temporal-worker';
-import { freePorts, PROJECT_ROOT } from '../support/global-setup';
+import { PROJECT_ROOT } from '../support/global-setup';
+import { freePorts } from '../support/ports';
 import {
   createTestAccount,
   createTestApp,
