@@ -21,7 +21,7 @@ import {
   temporalServerVersion,
   type TopologyPorts,
 } from './compose-topology';
-import { freePorts } from './ports';
+import { freePorts } from '../../engine/platform/free-ports';
 import { pas } from './pas-cli';
 
 /**
