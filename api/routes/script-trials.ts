@@ -81,7 +81,14 @@ const scriptTrialRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Wo
           'published earlier starts with the version it had then.',
         params: Type.Object({ id: EntityId(WORKER_TEMPLATE_ID_PREFIX) }),
         querystring: Type.Object({
-          version: Type.Optional(Type.Integer({ minimum: 1, description: 'One version, with its script.' })),
+          // Versions are PostgreSQL integers: a larger number is a 400, not a failed query.
+          version: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 2_147_483_647,
+              description: 'One version, with its script.',
+            }),
+          ),
         }),
         response: {
           200: Type.Object({
