@@ -40,6 +40,7 @@ import workflowRoutes from './routes/workflows';
 import scriptTrialRoutes from './routes/script-trials';
 import workspaceRoutes from './routes/workspaces';
 import consoleRoutes from './console/console-routes';
+import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
 
 export const API_VERSION = '2.0.0';
 
@@ -155,6 +156,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       else request.log.info({ request: request_ }, 'request');
     });
   }
+
+  // A run's 202 leaves its Temporal start going on behind it; closing waits for those starts before
+  // the caller closes the Temporal connection and the pool.
+  app.addHook('onClose', () => settleStartsBehindReplies());
 
   // Real clients (the PyPI `everysk` packages) send `Content-Type: application/json` on every request,
   // a bodiless DELETE or GET included. An empty body is no body, whatever its Content-Type says; a

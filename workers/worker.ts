@@ -8,6 +8,7 @@ import { startEnvironmentBuilder } from '../engine/worker-templates/python-envir
 import path from 'node:path';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
+import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
 import { createTemporalWorker } from './temporal-worker';
 import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
@@ -94,6 +95,8 @@ async function main(): Promise<void> {
   );
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();
+  // Runs a script started (Workflow.run) whose Temporal start is still going on behind the step.
+  await settleStartsBehindReplies();
   await metrics?.close();
   await builder.stop();
   await clientConnection.close();

@@ -163,7 +163,9 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Run a workflow',
         description:
-          'Answers 202 with the execution RUNNING. Poll GET /workflows/{id}/workflow_executions until run_status ' +
+          'Answers 202 with the execution RUNNING as soon as the run is durable (recorded, audited, its start ' +
+          'request committed); its start in the workflow engine goes on behind the reply, so the engine may not ' +
+          'know the execution id for a moment after the 202. Poll GET /workflows/{id}/workflow_executions until run_status ' +
           'is SUCCEEDED or FAILED, then read the ender_worker_execution_id worker execution. The execution’s ' +
           'trigger is MANUAL when the credentials are an OAuth 2.0 access token (a person’s session) and API ' +
           'for an API key.',

@@ -158,7 +158,7 @@ async function retryOne(
     }
     throw error;
   }
-  await dispatchSoon(db, runner, enqueued!);
+  await dispatchSoon(db, runner, enqueued!, 'behind-reply');
   return retry;
 }
 

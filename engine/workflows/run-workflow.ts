@@ -10,13 +10,23 @@ import { parseDefinition } from './workflow-definition';
 import type { WorkflowRunner } from './workflow-runner';
 import { findWorkflow } from './workflow-store';
 
-/** How long a run request waits for its own start before answering 202 (a start takes ~10 ms). */
+/** How long a caller that awaits the start waits for it at most (a start takes ~10 ms). */
 const INLINE_DISPATCH_WAIT_MS = 300;
+
+/**
+ * When a run's Temporal start is asked for: behind the reply (the caller returns once the run is
+ * durable, its start request committed to the outbox, and Temporal's start proceeds behind it), or
+ * awaited (the caller returns once Temporal has started the run, or after INLINE_DISPATCH_WAIT_MS
+ * with the start still going on behind it).
+ */
+export type StartMode = 'behind-reply' | 'awaited';
+
 /**
  * Records a RUNNING execution, its EXECUTE audit entry and its start request (the run outbox) in one
- * statement (atomic, as a transaction), then tries to hand the run to Temporal at once; when Temporal is unreachable the run
- * is accepted all the same and a dispatcher (run-dispatcher.ts) starts it as soon as Temporal
- * answers. Every trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`,
+ * statement (atomic, as a transaction), then hands the run to Temporal at once: behind the reply by
+ * default (an HTTP request's 202 does not wait for Temporal), awaited where the caller needs the run
+ * started (a scheduled launch). When Temporal is unreachable the run is accepted all the same and a
+ * dispatcher (run-dispatcher.ts) starts it as soon as Temporal answers. Every trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`,
  * with an actor of source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION,
  * `parameters` {body, date}). `parameters` overlay the STARTER's script inputs.
  *
@@ -35,6 +45,7 @@ export async function runWorkflow(
     parameters: Record<string, unknown>;
     executionId?: string;
   },
+  start: StartMode = 'behind-reply',
 ): Promise<WorkflowExecutionRow> {
   const workflow = await findWorkflow(db, actor.principal.accountId, input.workflowId, input.workspace);
   // Stored definitions were checked when saved; this re-derives the plan (and refuses a definition
@@ -57,7 +68,8 @@ export async function runWorkflow(
       .where({ id: input.executionId, account_id: workflow.accountId })
       .first()) as WorkflowExecutionRow | undefined;
     if (existing) {
-      await dispatchRun(db, runner, existing.id);
+      if (start === 'awaited') await dispatchRun(db, runner, existing.id);
+      else behindReply(dispatchRun(db, runner, existing.id));
       return existing;
     }
   }
@@ -97,20 +109,43 @@ export async function runWorkflow(
       ];
     },
   );
-  await dispatchSoon(db, runner, enqueued!);
+  await dispatchSoon(db, runner, enqueued!, start);
   return execution;
 }
 
+/** Starts handed to Temporal behind a reply and not answered yet (this process's). */
+const startsBehindReplies = new Set<Promise<unknown>>();
+
+function behindReply(dispatch: Promise<unknown>): void {
+  startsBehindReplies.add(dispatch);
+  void dispatch.finally(() => startsBehindReplies.delete(dispatch));
+}
+
 /**
- * Dispatches a run whose start request was just committed to the outbox, waiting a moment at most:
- * what is not started by then finishes (or is retried) behind the reply, so a slow or absent
- * Temporal never holds the request, and the accepted run is started once it answers. The reply
- * waits for Temporal's answer only, not for the outbox row's delete.
+ * Dispatches a run whose start request was just committed to the outbox. Behind the reply: the
+ * caller returns at once. Awaited: it waits a moment at most, and what is not started by then
+ * finishes (or is retried) behind the reply. Either way a slow or absent Temporal never holds the
+ * caller, and the accepted run is started once it answers (the dispatch never throws; what fails
+ * stays in the outbox for the dispatcher). The wait is for Temporal's answer only, not for the
+ * outbox row's delete.
  */
 export async function dispatchSoon(
   db: Database,
   runner: WorkflowRunner,
   input: InterpreterInput,
+  start: StartMode,
 ): Promise<void> {
-  await Promise.race([dispatchEnqueuedRun(db, runner, input), delay(INLINE_DISPATCH_WAIT_MS)]);
+  const dispatch = dispatchEnqueuedRun(db, runner, input);
+  behindReply(dispatch);
+  if (start === 'awaited') await Promise.race([dispatch, delay(INLINE_DISPATCH_WAIT_MS)]);
+}
+
+/**
+ * Resolves once every start this process handed to Temporal behind a reply has been answered: a
+ * stopping API awaits it before it closes its Temporal connection and its pool, so an accepted run
+ * is not left for the next process's dispatcher. (It would not be lost: its start request stays in
+ * the outbox until Temporal has the run.)
+ */
+export async function settleStartsBehindReplies(): Promise<void> {
+  while (startsBehindReplies.size > 0) await Promise.allSettled([...startsBehindReplies]);
 }

@@ -12,6 +12,7 @@ import {
   lazyTemporalConnection,
   temporalWorkflowRunner,
 } from '../../engine/workflows/temporal-workflow-runner';
+import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 
 export function temporalAddress(): string {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
@@ -48,6 +49,8 @@ export async function createTestApp(
       Pick<Config, 'loadShedEventLoopDelayMs' | 'loadShedPoolQueue' | 'maxConcurrentUploads'>
     >;
     loadSampleIntervalMs?: number;
+    /** Wraps the app's Temporal runner (a test that holds or watches runs' starts). */
+    runner?: (runner: WorkflowRunner) => WorkflowRunner;
   } = {},
 ): Promise<TestApp> {
   const connection = options.temporalAddress
@@ -67,7 +70,9 @@ export async function createTestApp(
     },
     ...(options.loadSampleIntervalMs ? { loadSampleIntervalMs: options.loadSampleIntervalMs } : {}),
     db,
-    workflows: temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
+    workflows: (options.runner ?? ((runner) => runner))(
+      temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
+    ),
     ...(options.simulation ? { simulation: options.simulation } : {}),
     ...(options.healthOfTaskQueue
       ? { temporalHealth: temporalHealthProbe(temporal, 'default', options.healthOfTaskQueue) }

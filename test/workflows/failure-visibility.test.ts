@@ -1,6 +1,7 @@
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { startHarness, type WorkflowHarness, workerId } from './workflow-harness';
+import { startedRun } from '../support/temporal-runs';
 
 /**
  * A run that ends FAILED is red in the Temporal UI: its Temporal workflow fails with a
@@ -17,13 +18,10 @@ describe('failed runs fail their Temporal workflow', () => {
 
   /** What `handle.result()` rejects with, as the Temporal failure the UI shows. */
   async function temporalFailure(executionId: string): Promise<ApplicationFailure> {
-    const error = await h.t.temporal.workflow
-      .getHandle(executionId)
-      .result()
-      .then(
-        () => null,
-        (rejected: unknown) => rejected,
-      );
+    const error = await (await startedRun(h.t.temporal, executionId)).result().then(
+      () => null,
+      (rejected: unknown) => rejected,
+    );
     expect(error).toBeInstanceOf(WorkflowFailedError);
     const cause = (error as WorkflowFailedError).cause;
     expect(cause).toBeInstanceOf(ApplicationFailure);
@@ -160,9 +158,8 @@ describe('failed runs fail their Temporal workflow', () => {
       ],
     });
     const started = await h.run(workflow.id);
-    await expect(h.t.temporal.workflow.getHandle(started.id).result()).resolves.toMatchObject({
-      runStatus: 'SUCCEEDED',
-    });
-    expect((await h.t.temporal.workflow.getHandle(started.id).describe()).status.name).toBe('COMPLETED');
+    const handle = await startedRun(h.t.temporal, started.id);
+    await expect(handle.result()).resolves.toMatchObject({ runStatus: 'SUCCEEDED' });
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
   });
 });

@@ -1,6 +1,7 @@
 import { Worker } from '@temporalio/worker';
 import { LOCAL_STEP_MAX_SECONDS } from '../../engine/workflows/local-steps';
 import { startHarness, stepsInHistory, type WorkflowHarness, workerId } from './workflow-harness';
+import { startedRun } from '../support/temporal-runs';
 
 /**
  * Short steps run as Temporal local activities, inside the workflow task: inline scripts, workers
@@ -26,8 +27,9 @@ describe('short steps as local activities', () => {
   }
 
   async function historyOf(executionId: string) {
-    await h.t.temporal.workflow.getHandle(executionId).result();
-    return h.t.temporal.workflow.getHandle(executionId).fetchHistory();
+    const handle = await startedRun(h.t.temporal, executionId);
+    await handle.result();
+    return handle.fetchHistory();
   }
 
   const workflowTasks = (history: Awaited<ReturnType<typeof historyOf>>) =>
@@ -152,7 +154,8 @@ describe('short steps as local activities', () => {
       status: 'COMPLETED',
       resume: { failure: { worker_id: b } },
     });
-    await expect(h.t.temporal.workflow.getHandle(started.id).result()).rejects.toThrow();
-    expect((await h.t.temporal.workflow.getHandle(started.id).describe()).status.name).toBe('FAILED');
+    const handle = await startedRun(h.t.temporal, started.id);
+    await expect(handle.result()).rejects.toThrow();
+    expect((await handle.describe()).status.name).toBe('FAILED');
   });
 });

@@ -1,5 +1,6 @@
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { startHarness, type WorkflowHarness, workerId } from './workflow-harness';
+import { startedRun } from '../support/temporal-runs';
 
 /**
  * Who closes a run's records: the main path's ENDER in its own step when it completes (one Temporal
@@ -43,7 +44,7 @@ describe('closing a run', () => {
       ],
     });
     const started = await h.run(workflow.id, { n: 4 });
-    const result = await h.t.temporal.workflow.getHandle(started.id).result();
+    const result = await (await startedRun(h.t.temporal, started.id)).result();
     expect(result).toMatchObject({ runStatus: 'SUCCEEDED', failure: null });
     const ended = await h.pollUntilEnded(workflow.id, started.id);
     expect(ended).toMatchObject({ run_status: 'SUCCEEDED', status: 'COMPLETED' });
@@ -66,13 +67,10 @@ describe('closing a run', () => {
       ],
     });
     const started = await h.run(workflow.id, {});
-    const failed = await h.t.temporal.workflow
-      .getHandle(started.id)
-      .result()
-      .then(
-        () => null,
-        (error: unknown) => error,
-      );
+    const failed = await (await startedRun(h.t.temporal, started.id)).result().then(
+      () => null,
+      (error: unknown) => error,
+    );
     expect(failed).toBeInstanceOf(WorkflowFailedError);
     // The Temporal failure carries the outcome the records were closed with.
     const cause = (failed as WorkflowFailedError).cause as ApplicationFailure;

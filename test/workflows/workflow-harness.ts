@@ -5,6 +5,7 @@ import { startEnvironmentBuilder } from '../../engine/worker-templates/python-en
 import type { LightMyRequestResponse } from 'fastify';
 import type { Database } from '../../engine/platform/database';
 import { newId } from '../../engine/platform/ids';
+import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import type { SandboxLimits } from '../../plugins/sandbox/script-sandbox';
 import { createTemporalWorker } from '../../workers/temporal-worker';
 import {
@@ -114,12 +115,14 @@ export async function startHarness(
     sandboxLimits?: Partial<SandboxLimits>;
     /** Build PENDING Python environments in the background, as the worker process does. */
     environmentBuilder?: boolean;
+    /** Wraps the API's Temporal runner (a test that holds or watches runs' starts). */
+    runner?: (runner: WorkflowRunner) => WorkflowRunner;
   } = {},
 ): Promise<WorkflowHarness> {
   const taskQueue = `workflows-${newId('worker').slice(5, 17)}`;
   const database = await createTestDatabase();
   const { db } = database;
-  const t = await createTestApp(db, { taskQueue });
+  const t = await createTestApp(db, { taskQueue, ...(options.runner ? { runner: options.runner } : {}) });
   const account = await createTestAccount(db);
   let connection: NativeConnection | null = null;
   let worker: Worker | null = null;

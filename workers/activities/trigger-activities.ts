@@ -76,13 +76,20 @@ export function createTriggerActivities(db: Database, runner: WorkflowRunner | n
       }
       const actor: Actor = { principal, source: 'SCHEDULER', ip: null, userAgent: null };
       try {
-        const execution = await runWorkflow(db, runner, actor, {
-          workflowId: workflow.id,
-          workspace: workflow.workspace,
-          trigger: 'TIME_BASED',
-          parameters: {},
-          executionId: scheduledExecutionId(input.launcherWorkflowId),
-        });
+        const execution = await runWorkflow(
+          db,
+          runner,
+          actor,
+          {
+            workflowId: workflow.id,
+            workspace: workflow.workspace,
+            trigger: 'TIME_BASED',
+            parameters: {},
+            executionId: scheduledExecutionId(input.launcherWorkflowId),
+          },
+          // The launch returns the run started, as the schedule's launcher records it.
+          'awaited',
+        );
         return { executionId: execution.id, skipped: null };
       } catch (error) {
         // A definition the current rules refuse fails the same way on every attempt.
