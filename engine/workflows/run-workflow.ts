@@ -26,9 +26,10 @@ export type StartMode = 'behind-reply' | 'awaited';
  * statement (atomic, as a transaction), then hands the run to Temporal at once: behind the reply by
  * default (an HTTP request's 202 does not wait for Temporal), awaited where the caller needs the run
  * started (a scheduled launch). When Temporal is unreachable the run is accepted all the same and a
- * dispatcher (run-dispatcher.ts) starts it as soon as Temporal answers. Every trigger calls this: the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`,
- * with an actor of source SCHEDULER) and webhooks (`FILE_RECEIVED`, source INTEGRATION,
- * `parameters` {body, date}). `parameters` overlay the STARTER's script inputs.
+ * dispatcher (run-dispatcher.ts) starts it as soon as Temporal answers. Every trigger calls this:
+ * the run endpoint (`API`/`MANUAL`), schedules (`TIME_BASED`, with an actor of source SCHEDULER)
+ * and webhooks (`FILE_RECEIVED`, source INTEGRATION, `parameters` {body, date}). `parameters`
+ * overlay the STARTER's script inputs.
  *
  * A caller that retries (a scheduled launch, as a Temporal activity) passes its own `executionId`:
  * when that execution is already recorded, nothing is recorded again; its start request, if still
