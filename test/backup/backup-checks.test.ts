@@ -13,6 +13,7 @@ import {
 import { readTarEntries, TarWriter } from '../../engine/runtime/backup/backup-tar';
 import { findPostgresTool, PostgresToolMissing } from '../../engine/runtime/backup/postgres-tools';
 import { connectDatabase, type Database } from '../../engine/platform/database';
+import { freePorts } from '../../engine/platform/free-ports';
 import { migrationSource } from '../../engine/platform/migrations-source';
 import { pas } from '../support/pas-cli';
 import { createTestDatabase } from '../support/test-database';
@@ -273,10 +274,11 @@ describe('pas restore checks', () => {
       manifest.database.row_counts.accounts! += 1;
     });
     const dataDir = path.join(workDir, 'failed-restore');
+    const [postgresPort] = await freePorts(1);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATA_DIR: dataDir,
-      EMBEDDED_POSTGRES_PORT: String(20_000 + Math.floor(Math.random() * 20_000)),
+      EMBEDDED_POSTGRES_PORT: String(postgresPort),
     };
     delete env.DATABASE_URL;
     const result = spawnSync(
