@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from './database';
-import { freePorts } from './free-ports';
 
 /**
  * The process's Prometheus metrics (issue 32). One registry per process, served on its own port
@@ -179,13 +178,4 @@ export async function startMetricsServer(
         server.closeAllConnections();
       }),
   };
-}
-
-/**
- * A TCP port free on 127.0.0.1 right now (for a helper server the process starts next), outside the
- * kernel's ephemeral range so no outgoing connection takes it before that server binds.
- */
-export async function freeLoopbackPort(): Promise<number> {
-  const [port] = await freePorts(1);
-  return port!;
 }
