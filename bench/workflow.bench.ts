@@ -53,7 +53,7 @@ import {
 } from '../engine/runtime/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../engine/workflows/run-input';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
-import { freePorts } from '../engine/platform/free-ports';
+import { freePorts } from '../test/support/free-ports';
 import { createTemporalWorker } from '../workers/temporal-worker';
 import type { BareActivities, bareLocalWorkflow, bareWorkflow } from './bare-workflow';
 import { cpuDelta, processTreeCpu } from './measure';

@@ -10,8 +10,7 @@ import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-ru
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
 import { createTemporalWorker } from './temporal-worker';
-import { freePorts } from '../engine/platform/free-ports';
-import { setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
+import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
 import { installTemporalRuntime } from './temporal-runtime';
 import { startTracing, stopTracing, temporalPlugins, traceQueries } from '../engine/platform/tracing';
@@ -32,8 +31,7 @@ async function main(): Promise<void> {
   watchPool(db);
   // The Temporal SDK's own worker metrics (task latencies, schedule-to-start, sticky cache) come from
   // its core on a loopback port of their own, and are served with ours on METRICS_PORT.
-  // Outside the kernel's ephemeral range, so no outgoing connection takes it before the core binds it.
-  const temporalMetrics = config.metricsPort === null ? null : (await freePorts(1))[0]!;
+  const temporalMetrics = config.metricsPort === null ? null : await freeLoopbackPort();
   installTemporalRuntime({
     format: logFormatOf(config),
     level: config.logLevel,

@@ -179,3 +179,16 @@ export async function startMetricsServer(
       }),
   };
 }
+
+/**
+ * A TCP port free on 127.0.0.1 right now (for a helper server the process starts next), handed out
+ * by the kernel from its ephemeral range: the pool meant for automatic ports, so the pick never
+ * takes a port an operator configured for another service that has not bound it yet.
+ */
+export async function freeLoopbackPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}

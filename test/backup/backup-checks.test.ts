@@ -13,7 +13,7 @@ import {
 import { readTarEntries, TarWriter } from '../../engine/runtime/backup/backup-tar';
 import { findPostgresTool, PostgresToolMissing } from '../../engine/runtime/backup/postgres-tools';
 import { connectDatabase, type Database } from '../../engine/platform/database';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from '../support/free-ports';
 import { migrationSource } from '../../engine/platform/migrations-source';
 import { pas } from '../support/pas-cli';
 import { createTestDatabase } from '../support/test-database';

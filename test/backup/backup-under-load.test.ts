@@ -8,7 +8,7 @@ import { interruptedRunMessage } from '../../engine/runtime/backup/settle-interr
 import { newId } from '../../engine/platform/ids';
 import { embeddedPostgresUrl } from '../../engine/runtime/embedded-postgres';
 import { scheduleIdOf } from '../../engine/workflows/workflow-schedules';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from '../support/free-ports';
 
 /**
  * The operator's path end to end, on the real service: `npm start` in one DATA_DIR, writes going on

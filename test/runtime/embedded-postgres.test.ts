@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from '../support/free-ports';
 import {
   eventually,
   hostService,

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { newId } from '../../engine/platform/ids';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from '../support/free-ports';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 

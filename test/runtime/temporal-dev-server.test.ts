@@ -10,7 +10,7 @@ import {
   startTemporalDevServer,
 } from '../../engine/runtime/temporal-dev-server';
 import { PROJECT_ROOT } from '../support/global-setup';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from '../support/free-ports';
 import { eventually, hostService, isRunning } from './fixtures/child-services';
 
 const tempDirs: string[] = [];

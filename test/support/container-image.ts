@@ -5,7 +5,7 @@ import { chmod, copyFile, mkdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { commandText, environmentOf, services } from './compose-file';
 import { PROJECT_ROOT } from './dockerfile';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from './free-ports';
 
 /**
  * The service's image, built and run for real by podman (a private configuration and storage under

@@ -8,7 +8,7 @@ import {
   startTemporalDevServer,
 } from '../../engine/runtime/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from './free-ports';
 
 /**
  * Jest global setup: one real PostgreSQL and one real Temporal dev server for the whole run. Suites find

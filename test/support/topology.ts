@@ -21,7 +21,7 @@ import {
   temporalServerVersion,
   type TopologyPorts,
 } from './compose-topology';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from './free-ports';
 import { pas } from './pas-cli';
 
 /**

@@ -18,7 +18,7 @@ import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
 import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import { createTemporalWorker } from '../../workers/temporal-worker';
 import { PROJECT_ROOT } from '../support/global-setup';
-import { freePorts } from '../../engine/platform/free-ports';
+import { freePorts } from '../support/free-ports';
 import {
   createTestAccount,
   createTestApp,

@@ -2,13 +2,14 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
 /**
- * Free loopback ports for a server another process binds a moment later (the Temporal SDK's metrics in
- * the worker; the servers a test starts). A port the OS hands out for `listen(0)` lies in the kernel's
- * ephemeral range, the same range every outgoing connection takes its local port from: between the
- * pick and the other process's bind (a Temporal dev server binds its UI a second later), a database
- * client can take it, and that server dies of "address already in use". Ports outside that range are
- * never handed out by the kernel, so only another explicit pick could take one, and every pick here
- * checks the port by binding it.
+ * Free loopback ports for the servers a test starts, each configured with its port as an operator
+ * would. A port the OS hands out for `listen(0)` lies in the kernel's ephemeral range, the same range
+ * every outgoing connection takes its local port from: between the pick and the server's own bind
+ * (a Temporal dev server binds its UI a second later), a PostgreSQL client in another jest worker
+ * can take it, and the server dies of "address already in use". Ports outside that range are never
+ * handed out by the kernel, so only another explicit pick could take one, and every pick here checks
+ * the port by binding it. (The product's own automatic picks, engine/platform/metrics.ts, stay in
+ * the ephemeral range, so they never meet these.)
  */
 
 const LOOPBACK = '127.0.0.1';

@@ -1,10 +1,9 @@
 import net from 'node:net';
-import { ephemeralRange, freePorts } from '../../engine/platform/free-ports';
+import { ephemeralRange, freePorts } from '../support/free-ports';
 
 /**
- * The ports the worker gives the Temporal SDK's metrics and the suites give the servers they start.
- * A fresh-clone run once lost the Temporal dev server's UI port to another jest worker's outgoing
- * connection between the pick and the bind.
+ * The ports the suites give the servers they start. A fresh-clone run once lost the Temporal dev
+ * server's UI port to another jest worker's outgoing connection between the pick and the bind.
  */
 describe('freePorts', () => {
   const [low, high] = ephemeralRange();
