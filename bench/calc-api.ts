@@ -20,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { buildApp } from '../api/app';
+import { loadConfig } from '../engine/platform/config';
 import type { SimulationBackend } from '../calc/backends/backend';
 import type { CalcSecurity } from '../calc/calculation-request';
 import { formatDay } from '../calc/market-data';
@@ -150,6 +151,8 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
         logLevel: 'silent',
         trustProxy: false,
         publicUrl: 'http://127.0.0.1',
+        // The gzip rows compress at the level the service would (RESPONSE_GZIP_LEVEL, default 1).
+        responseGzipLevel: loadConfig(process.env).responseGzipLevel,
         // An L simulation holds the event loop past the shedding threshold on a busy machine; the
         // benchmark sends one call at a time, so nothing should be shed.
         loadShedEventLoopDelayMs: 0,
@@ -288,36 +291,47 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
       for (const c of cases.filter((c) => sizes.includes(c.size))) {
         // The client's own JSON of the request is made before the clock starts.
         const body = JSON.stringify(c.body);
-        const call = async () => {
-          const answer = await client.post(
-            `http://127.0.0.1:${port}/v2/calculations/${c.kind}`,
-            { authorization, 'content-type': 'application/json', 'accept-encoding': 'identity' },
-            body,
-          );
-          if (answer.status !== 200) throw new Error(`${c.kind} answered ${answer.status}: ${answer.head}`);
-          return { ms: answer.ms, stages: parseServerTiming(answer.serverTiming ?? undefined) };
+        /**
+         * `runs` calls after a warm-up, asking for `encoding`: identity, or gzip as Python's requests
+         * (the everysk clients' HTTP library) asks by default; the client's fetch then inflates the
+         * answer as it reads it, and the clock includes that, as it does for such a client.
+         */
+        const measure = async (encoding: 'identity' | 'gzip') => {
+          const call = async () => {
+            const answer = await client.post(
+              `http://127.0.0.1:${port}/v2/calculations/${c.kind}`,
+              { authorization, 'content-type': 'application/json', 'accept-encoding': encoding },
+              body,
+            );
+            if (answer.status !== 200) throw new Error(`${c.kind} answered ${answer.status}: ${answer.head}`);
+            return { ...answer, stages: parseServerTiming(answer.serverTiming ?? undefined) };
+          };
+          await call();
+          const walls: number[] = [];
+          const stages = new Map<string, number[]>();
+          // Issue 33: the API's share of each call, everything but the calculation's own stages
+          // (estimation and simulation): HTTP, parse, checks, market, report, audit, serialisation.
+          const outside: number[] = [];
+          // Of it, what the service times itself (parse to serialisation, less the calculation's own
+          // stages); the rest is the HTTP exchange: sending the request and the answer (compressed,
+          // for gzip), and the client (in its own process) reading it.
+          const serviceOutside: number[] = [];
+          const inflate: number[] = [];
+          let wireBytes = 0;
+          for (let i = 0; i < options.runs; i++) {
+            const { ms, stages: s, inflateMs, wireBytes: wire } = await call();
+            walls.push(ms);
+            inflate.push(inflateMs);
+            wireBytes = wire;
+            for (const [name, dur] of s) stages.set(name, [...(stages.get(name) ?? []), dur]);
+            const kernelMs = (s.get('estimation') ?? 0) + (s.get('simulation') ?? 0);
+            outside.push(ms - kernelMs);
+            serviceOutside.push([...s.values()].reduce((sum, dur) => sum + dur, 0) - kernelMs);
+          }
+          walls.sort((a, b) => a - b);
+          return { walls, stages, outside, serviceOutside, inflateMs: p50(inflate), wireBytes };
         };
-        await call();
-        const walls: number[] = [];
-        const stages = new Map<string, number[]>();
-        // Issue 33: the API's share of each call, everything but the calculation's own stages
-        // (estimation and simulation): HTTP, parse, checks, market, report, audit, serialisation.
-        const outside: number[] = [];
-        // Of it, what the service times itself (parse to serialisation, less the calculation's own
-        // stages); the rest is the HTTP exchange: sending the request and the answer, and the client
-        // (in its own process) reading it.
-        const serviceOutside: number[] = [];
-        for (let i = 0; i < options.runs; i++) {
-          const { ms, stages: s } = await call();
-          walls.push(ms);
-          for (const [name, dur] of s) stages.set(name, [...(stages.get(name) ?? []), dur]);
-          const kernelMs = (s.get('estimation') ?? 0) + (s.get('simulation') ?? 0);
-          outside.push(ms - kernelMs);
-          serviceOutside.push([...s.values()].reduce((sum, dur) => sum + dur, 0) - kernelMs);
-        }
-        walls.sort((a, b) => a - b);
-        const wall = percentile(walls, 50);
-        const columns = STAGES.map((s) => (stages.has(s) ? p50(stages.get(s)!).toFixed(1) : '–'));
+        const plain = await measure('identity');
         let kernel = '–';
         if (c.kernel !== undefined) {
           await c.kernel();
@@ -329,9 +343,23 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
           }
           kernel = p50(times).toFixed(0);
         }
-        console.log(
-          `| ${c.size} | ${c.label} | ${wall.toFixed(0)} | ${percentile(walls, 99).toFixed(0)} | ≤ ${c.target} | ${wall <= c.target ? 'yes' : 'no'} | ${kernel} | ${columns.join(' | ')} | ${p50(outside).toFixed(1)} | ${p50(serviceOutside).toFixed(1)} |`,
-        );
+        // Issue 33's calculations are also timed as a client that accepts gzip sees them.
+        const encodings: Array<['identity' | 'gzip', Awaited<ReturnType<typeof measure>>]> = [
+          ['identity', plain],
+        ];
+        if (c.kind === 'stress_test' || c.kind === 'risk_attribution')
+          encodings.push(['gzip', await measure('gzip')]);
+        for (const [encoding, m] of encodings) {
+          const wall = percentile(m.walls, 50);
+          const columns = STAGES.map((s) => (m.stages.has(s) ? p50(m.stages.get(s)!).toFixed(1) : '–'));
+          const label =
+            encoding === 'gzip'
+              ? `${c.label}, Accept-Encoding: gzip (${(m.wireBytes / 1e6).toFixed(2)} MB on the wire; the client's inflate after the last byte, ${m.inflateMs.toFixed(1)} ms, not in the times)`
+              : `${c.label} (${(m.wireBytes / 1e6).toFixed(2)} MB)`;
+          console.log(
+            `| ${c.size} | ${label} | ${wall.toFixed(0)} | ${percentile(m.walls, 99).toFixed(0)} | ≤ ${c.target} | ${wall <= c.target ? 'yes' : 'no'} | ${encoding === 'gzip' ? '″' : kernel} | ${columns.join(' | ')} | ${p50(m.outside).toFixed(1)} | ${p50(m.serviceOutside).toFixed(1)} |`,
+          );
+        }
       }
     } finally {
       client.close();
@@ -339,7 +367,7 @@ export async function runCalcOverApi(backend: SimulationBackend, options: ApiRun
     const cached = seriesCacheOf(db).size();
     console.log(
       `Series cache after the run: ${cached.series} series, ${cached.points} points (${((cached.points * 12) / 2 ** 20).toFixed(0)} MiB of dates and values). ` +
-        'Stage times are the service’s own (Server-Timing); the p50 wall time is the client’s, HTTP included (the client is a process of its own, bench/calc-client.ts, as a real client is); ' +
+        'Stage times are the service’s own (Server-Timing); the p50 wall time is the client’s, HTTP included (asking for identity, and for the stress test and risk attribution also for gzip, as Python’s requests does by default; the gzip rows include compressing the answer, on zlib’s thread; the clock stops at the answer’s last byte, and the client reads with node:http; the client is a process of its own, bench/calc-client.ts, as a real client is); ' +
         '“kernel alone” is the same calculation’s simulation and decomposition called in this process on the same backend, right after (for marginal tracking error and backtest: the whole calc/ call on the market in memory, without the cache of derived windows, so the API can be faster than it).',
     );
     await app.close();

@@ -20,6 +20,7 @@ describe('configuration', () => {
       rateLimitPerMinute: 120,
       logLevel: 'info',
       maxPayloadBytes: 104857600,
+      responseGzipLevel: 1,
       ownerEmail: 'owner@localhost',
       trustProxy: false,
       publicUrl: 'http://127.0.0.1:8080',
@@ -61,6 +62,7 @@ describe('configuration', () => {
         LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
         LOAD_SHED_POOL_QUEUE: '20',
         MAX_CONCURRENT_UPLOADS: '3',
+        RESPONSE_GZIP_LEVEL: '6',
       },
       '/',
     );
@@ -72,6 +74,7 @@ describe('configuration', () => {
       temporalAddress: 'temporal:7233',
       temporalUiUrl: 'http://temporal-ui:8080',
       rateLimitPerMinute: 600,
+      responseGzipLevel: 6,
       logLevel: 'debug',
       trustProxy: true,
       calcBackend: 'threads',
@@ -109,6 +112,7 @@ describe('configuration', () => {
     ],
     ['CALC_THREADS', '0', 'CALC_THREADS must be between 1 and 256, got 0'],
     ['MAX_PAYLOAD_BYTES', '12', 'MAX_PAYLOAD_BYTES must be between 1024 and 1073741824, got 12'],
+    ['RESPONSE_GZIP_LEVEL', '0', 'RESPONSE_GZIP_LEVEL must be between 1 and 9, got 0'],
     ['LOG_FORMAT', 'xml', 'LOG_FORMAT must be one of pretty, json, got "xml"'],
     ['METRICS_PORT', 'ninety', 'METRICS_PORT must be an integer, got "ninety"'],
   ])('%s=%s stops start-up naming the variable', (name, value, detail) => {

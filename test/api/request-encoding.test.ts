@@ -1,4 +1,4 @@
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { useTestApp } from '../support/use-test-app';
 
 const MAX = 64 * 1024;
@@ -77,7 +77,6 @@ describe('compressed requests and responses', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-encoding']).toBe('gzip');
-    const { gunzipSync } = await import('node:zlib');
     expect(JSON.parse(gunzipSync(res.rawPayload).toString()).workspaces).toBeInstanceOf(Array);
     const plain = await h.app.inject({
       method: 'GET',
@@ -86,4 +85,38 @@ describe('compressed requests and responses', () => {
     });
     expect(plain.headers['content-encoding']).toBeUndefined();
   });
+
+  test('a large answer is gzipped at RESPONSE_GZIP_LEVEL’s default, level 1, byte for byte', async () => {
+    await expectGzipLevel(h, 1);
+  });
 });
+
+describe('RESPONSE_GZIP_LEVEL', () => {
+  const h = useTestApp({ maxPayloadBytes: MAX, responseGzipLevel: 9 });
+
+  test('sets the level responses are gzipped at', async () => {
+    await expectGzipLevel(h, 9);
+  });
+});
+
+/**
+ * A datastore answer of about 40 kB (past the compressor's synchronous path, so streamed through
+ * zlib in chunks) comes gzipped exactly as zlib writes it at `level`, and not as at zlib's usual 6.
+ */
+async function expectGzipLevel(h: ReturnType<typeof useTestApp>, level: number): Promise<void> {
+  const data = [['i', 'v'], ...Array.from({ length: 1500 }, (_, i) => [i, Math.sin(i)])];
+  const created = await h.call('POST', '/v2/datastores', { name: `gzip-${level}`, data });
+  expect(created.statusCode).toBe(200);
+  const res = await h.app.inject({
+    method: 'GET',
+    url: `/v2/datastores/${created.json().datastore.id}`,
+    headers: { authorization: h.account.bearer, 'accept-encoding': 'gzip' },
+  });
+  expect(res.statusCode).toBe(200);
+  expect(res.headers['content-encoding']).toBe('gzip');
+  const text = gunzipSync(res.rawPayload);
+  expect(text.length).toBeGreaterThan(32 * 1024);
+  expect(JSON.parse(text.toString()).datastore.data).toEqual(data);
+  expect(res.rawPayload.equals(gzipSync(text, { level }))).toBe(true);
+  expect(res.rawPayload.equals(gzipSync(text, { level: 6 }))).toBe(false);
+}

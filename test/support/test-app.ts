@@ -33,6 +33,7 @@ export async function createTestApp(
   options: {
     rateLimitPerMinute?: number;
     maxPayloadBytes?: number;
+    responseGzipLevel?: number;
     taskQueue?: string;
     extraRoutes?: (app: FastifyInstance) => void;
     simulation?: SimulationEngine;
@@ -66,6 +67,7 @@ export async function createTestApp(
       publicUrl: 'http://pas.test',
       temporalUiUrl: 'http://temporal-ui.test',
       loadShedEventLoopDelayMs: 0,
+      ...(options.responseGzipLevel ? { responseGzipLevel: options.responseGzipLevel } : {}),
       ...options.loadShedding,
     },
     ...(options.loadSampleIntervalMs ? { loadSampleIntervalMs: options.loadSampleIntervalMs } : {}),
