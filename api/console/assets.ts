@@ -4,9 +4,16 @@
  * can never be older than its source. Names carry a content hash, so a browser may cache them for good.
  */
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 export interface ConsoleAsset {
   readonly body: Buffer;
+  /**
+   * The body gzipped once, at zlib's highest level, when the bundle is built: the asset never
+   * changes, so browsers get the smallest form without the per-response compressor's cost (its level
+   * is set for answers made per request, RESPONSE_GZIP_LEVEL).
+   */
+  readonly gzipped: Buffer;
   readonly type: string;
 }
 
@@ -54,8 +61,10 @@ async function buildBundle(): Promise<ConsoleBundle> {
   for (const file of result.outputFiles) {
     const name = path.basename(file.path);
     const ext = path.extname(name);
+    const body = Buffer.from(file.contents);
     assets.set(name, {
-      body: Buffer.from(file.contents),
+      body,
+      gzipped: gzipSync(body, { level: 9 }),
       type: ext === '.js' ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8',
     });
     // The entry is named console.[hash]; split code (the editor, loaded when needed) chunk.[hash].
@@ -80,4 +89,22 @@ async function buildBundle(): Promise<ConsoleBundle> {
     '</html>',
   ].join('\n');
   return { html, assets };
+}
+
+/**
+ * Whether an Accept-Encoding header accepts gzip: `gzip` or `*` with a q-value above 0 (RFC 9110
+ * §12.5.3), a `gzip;q=0` refusing it even beside `*`.
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  let gzip: number | null = null;
+  let any: number | null = null;
+  for (const entry of header.toLowerCase().split(',')) {
+    const [coding, ...params] = entry.split(';').map((part) => part.trim());
+    const q = params.find((param) => param.startsWith('q='));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    if (coding === 'gzip' || coding === 'x-gzip') gzip = Number.isFinite(weight) ? weight : 0;
+    else if (coding === '*') any = Number.isFinite(weight) ? weight : 0;
+  }
+  return (gzip ?? any ?? 0) > 0;
 }

@@ -17,7 +17,7 @@ import type { Database } from '../../engine/platform/database';
 import { InvalidInput, NotFound } from '../../engine/platform/errors';
 import { CONSOLE_COOKIE, cookieValue } from '../http/authentication';
 import { RunChangeFeed } from '../../engine/workflows/run-changes';
-import { consoleBundle } from './assets';
+import { acceptsGzip, consoleBundle } from './assets';
 
 /** A live view's stream sends a comment this often, so idle proxies keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -92,14 +92,24 @@ const consoleRoutes: FastifyPluginAsyncTypebox<{ db: Database; temporalUiUrl: st
 
   app.get(
     '/console/assets/:name',
-    { config: { auth: 'none' }, schema: { params: Type.Object({ name: Type.String({ maxLength: 100 }) }) } },
+    {
+      config: { auth: 'none' },
+      // Encoded here, from the bundle's own gzip (the response compressor reads `*, gzip;q=0` as gzip).
+      compress: false,
+      schema: { params: Type.Object({ name: Type.String({ maxLength: 100 }) }) },
+    },
     async (request, reply) => {
       const asset = (await consoleBundle()).assets.get(request.params.name);
       if (!asset) throw new NotFound('No such console asset.');
-      return page(reply)
+      page(reply)
         .type(asset.type)
         .header('Cache-Control', 'public, max-age=31536000, immutable')
-        .send(asset.body);
+        .header('Vary', 'Accept-Encoding');
+      // Gzipped once, when the bundle was built.
+      if (acceptsGzip(request.headers['accept-encoding'])) {
+        return reply.header('Content-Encoding', 'gzip').send(asset.gzipped);
+      }
+      return reply.send(asset.body);
     },
   );
 

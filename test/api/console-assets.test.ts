@@ -5,7 +5,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { consoleBundle } from '../../api/console/assets';
+import { gzipSync } from 'node:zlib';
+import { acceptsGzip, consoleBundle } from '../../api/console/assets';
 import type { Database } from '../../engine/platform/database';
 import { createTestAccount, createTestApp, type TestApp } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
@@ -93,5 +94,42 @@ describe('the console page and its bundle', () => {
         ),
       ]).toEqual([file, false]);
     }
+  });
+
+  test('assets go out gzipped at zlib’s highest level, made once, and plain to a client that refuses gzip', async () => {
+    const { html, assets } = await consoleBundle();
+    const script = /src="\/console\/assets\/(console\.[A-Z0-9]+\.js)"/.exec(html)![1]!;
+    const body = assets.get(script)!.body;
+    const get = (acceptEncoding?: string) =>
+      t.app.inject({
+        method: 'GET',
+        url: `/console/assets/${script}`,
+        headers: acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding },
+      });
+    for (const accepted of ['gzip', 'gzip, deflate, br', '*', 'br;q=1, gzip;q=0.5']) {
+      const res = await get(accepted);
+      expect(res.headers['content-encoding']).toBe('gzip');
+      expect(res.headers.vary).toMatch(/accept-encoding/i);
+      expect(res.rawPayload.equals(gzipSync(body, { level: 9 }))).toBe(true);
+    }
+    for (const refused of [undefined, 'identity', 'br', 'gzip;q=0', '*, gzip;q=0']) {
+      const res = await get(refused);
+      expect([refused, res.headers['content-encoding']]).toEqual([refused, undefined]);
+      expect(res.rawPayload.equals(body)).toBe(true);
+    }
+  });
+
+  test.each([
+    ['gzip', true],
+    ['GZIP;q=0.1', true],
+    ['x-gzip', true],
+    ['deflate, *;q=0.2', true],
+    ['gzip;q=0', false],
+    ['gzip;q=0.0, *', false],
+    ['*;q=0', false],
+    ['br, deflate', false],
+    ['', false],
+  ])('Accept-Encoding %j accepts gzip: %s', (header, accepted) => {
+    expect(acceptsGzip(header)).toBe(accepted);
   });
 });
