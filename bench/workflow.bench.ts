@@ -53,6 +53,7 @@ import {
 } from '../engine/runtime/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../engine/workflows/run-input';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
+import { startRunHandoff } from '../engine/workflows/run-handoff';
 import { freePorts } from '../test/support/free-ports';
 import { createTemporalWorker } from '../workers/temporal-worker';
 import type { BareActivities, bareLocalWorkflow, bareWorkflow } from './bare-workflow';
@@ -153,8 +154,16 @@ async function hostWorkers(config: WorkerHostConfig): Promise<() => Promise<void
       console.error('workflow bench: a Temporal Worker failed:', error);
       process.exit(1);
     });
+    // As the worker process does: runs handed to workers start here with Temporal's eager start.
+    const handoff = startRunHandoff(
+      db,
+      temporalWorkflowRunner(new Client({ connection, namespace: NAMESPACE }), config.taskQueue, {
+        eagerStart: true,
+      }),
+    );
     return async () => {
       stopping = true;
+      await handoff.close();
       service.shutdown();
       bare.shutdown();
       await running;

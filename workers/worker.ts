@@ -9,6 +9,7 @@ import path from 'node:path';
 import { temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
+import { startRunHandoff } from '../engine/workflows/run-handoff';
 import { createTemporalWorker } from './temporal-worker';
 import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
@@ -73,7 +74,23 @@ async function main(): Promise<void> {
     simulation: simulation.backend,
     pythonEnvironments,
   });
-  const stop = () => worker.shutdown();
+  // Runs handed to workers (run-handoff.ts) start here with Temporal's eager start, on a client that
+  // shares the worker's connection: their first workflow task comes back in the start's answer.
+  const handoff = startRunHandoff(
+    db,
+    temporalWorkflowRunner(
+      new Client({ connection, namespace: config.temporalNamespace, plugins: temporalPlugins() }),
+      config.temporalTaskQueue,
+      { eagerStart: true },
+    ),
+    (message, error) =>
+      log.error(`worker: ${message}: ${error instanceof Error ? error.message : String(error)}`),
+  );
+  // No new handed-off run is taken once stopping; those already taken start (or stay in the outbox).
+  const stop = () => {
+    void handoff.close();
+    worker.shutdown();
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   log.info(`worker: polling task queue ${config.temporalTaskQueue}`);
@@ -95,6 +112,7 @@ async function main(): Promise<void> {
   );
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();
+  await handoff.close();
   // Runs a script started (Workflow.run) whose Temporal start is still going on behind the step.
   await settleStartsBehindReplies();
   await metrics?.close();

@@ -59,6 +59,12 @@ export const runsStarted = new Counter({
   registers,
 });
 
+export const runStartsEager = new Counter({
+  name: 'pas_run_starts_eager_total',
+  help: 'Runs this worker started with Temporal’s eager start: their first workflow task came back in the start’s answer.',
+  registers,
+});
+
 export const runsFinished = new Counter({
   name: 'pas_runs_finished_total',
   help: 'Workflow runs ended, by trigger and final status (SUCCEEDED, FAILED).',

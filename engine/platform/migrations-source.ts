@@ -17,6 +17,7 @@ import * as userCache from '../../migrations/20261126010000_user_cache';
 import * as marketGeneration from '../../migrations/20261126030000_market_generation';
 import * as consoleSessions from '../../migrations/20261128000000_console_sessions';
 import * as templateVersions from '../../migrations/20261128010000_template_versions';
+import * as runHandoff from '../../migrations/20261128020000_run_handoff';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -41,6 +42,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261126030000_market_generation', marketGeneration],
   ['20261128000000_console_sessions', consoleSessions],
   ['20261128010000_template_versions', templateVersions],
+  ['20261128020000_run_handoff', runHandoff],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -17,6 +17,7 @@ import { enqueueRun } from './run-dispatcher';
 import type { InterpreterInput } from './run-input';
 import { type WorkflowRunner } from './workflow-runner';
 import { dispatchSoon } from './run-workflow';
+import { workersListen } from './run-handoff';
 import { findWorkflow, type StoredWorkflow } from './workflow-store';
 
 /**
@@ -103,6 +104,8 @@ async function retryOne(
   const localSteps = await localStepsOf(db, workflow.accountId, definition.workers);
   let retry: WorkflowExecutionRow;
   let enqueued: InterpreterInput | undefined;
+  // Started by a listening worker, for Temporal's eager start (run-handoff.ts), as a new run is.
+  const handoff = workersListen(db);
   try {
     retry = await db.transaction(async (trx) => {
       const row = await insertWorkflowExecution(trx, {
@@ -146,7 +149,7 @@ async function retryOne(
         localSteps,
         retryOf: failed.id,
       };
-      await enqueueRun(trx, enqueued);
+      await enqueueRun(trx, enqueued, handoff);
       return row;
     });
   } catch (error) {
@@ -158,7 +161,7 @@ async function retryOne(
     }
     throw error;
   }
-  await dispatchSoon(db, runner, enqueued!, 'behind-reply');
+  await dispatchSoon(db, runner, enqueued!, 'behind-reply', handoff);
   return retry;
 }
 

@@ -25,24 +25,42 @@ const LEASE_SECONDS = 30;
  * dispatcher takes once this has passed.
  */
 const WRITER_HOLD_SECONDS = 10;
+/**
+ * How long a row handed to a worker (engine/workflows/run-handoff.ts) waits for one to claim it before
+ * the request that wrote it starts the run itself. A listening worker claims it within milliseconds
+ * of the commit; this only matters when none does (workers stopping, a notification lost).
+ */
+export const HANDOFF_HOLD_MS = 250;
 /** Retries back off from 250 ms up to this, so a returning Temporal is noticed within seconds. */
 const MAX_BACKOFF_MS = 2_000;
 
 /**
  * Writes a run's start request, claimed by the writer (its first attempt): the writer then calls
- * `dispatchEnqueuedRun` after its commit.
+ * `dispatchEnqueuedRun` after its commit. Handed off (`handoff`), the row is for a listening worker
+ * to claim (its insert notifies `pas_run_start`), held for the writer only HANDOFF_HOLD_MS.
  */
-export async function enqueueRun(trx: Knex.Transaction | Database, input: InterpreterInput): Promise<void> {
-  await runOutboxInsert(trx, input);
+export async function enqueueRun(
+  trx: Knex.Transaction | Database,
+  input: InterpreterInput,
+  handoff = false,
+): Promise<void> {
+  await runOutboxInsert(trx, input, handoff);
 }
 
 /** The insert of `enqueueRun`, to run inside a caller's statement (a data-modifying CTE). */
-export function runOutboxInsert(db: Knex.Transaction | Database, input: InterpreterInput): Knex.QueryBuilder {
+export function runOutboxInsert(
+  db: Knex.Transaction | Database,
+  input: InterpreterInput,
+  handoff = false,
+): Knex.QueryBuilder {
   return db(OUTBOX).insert({
     execution_id: input.executionId,
     input: JSON.stringify(input),
     attempts: 1,
-    available_at: db.raw('now() + make_interval(secs => ?)', [WRITER_HOLD_SECONDS]),
+    available_at: db.raw('now() + make_interval(secs => ?)', [
+      handoff ? HANDOFF_HOLD_MS / 1000 : WRITER_HOLD_SECONDS,
+    ]),
+    ...(handoff ? { handoff: true } : {}),
   });
 }
 
@@ -53,13 +71,23 @@ interface ClaimedRun {
   run_status: string | null;
 }
 
-async function claim(db: Database, limit: number, executionId: string | null): Promise<ClaimedRun[]> {
+/**
+ * Claims due rows (all of them, or the one of `executionId`); `handedOff`: the row of `executionId`
+ * if it is handed off and no one has claimed it yet, due or not (a worker answering its notice).
+ */
+async function claim(
+  db: Database,
+  limit: number,
+  executionId: string | null,
+  handedOff = false,
+): Promise<ClaimedRun[]> {
+  const which = handedOff ? 'handoff AND attempts = 1' : 'available_at <= now()';
   const { rows } = (await db.raw(
     `UPDATE ${OUTBOX} o
         SET available_at = now() + make_interval(secs => ?), attempts = o.attempts + 1
       WHERE o.execution_id IN (
               SELECT execution_id FROM ${OUTBOX}
-               WHERE available_at <= now() ${executionId === null ? '' : 'AND execution_id = ?'}
+               WHERE ${which} ${executionId === null ? '' : 'AND execution_id = ?'}
                ORDER BY available_at
                LIMIT ?
                FOR UPDATE SKIP LOCKED)
@@ -142,6 +170,23 @@ export async function dispatchRun(
 ): Promise<DispatchOutcome> {
   try {
     const [run] = await claim(db, 1, executionId);
+    return run ? await dispatchClaimed(db, runner, run) : 'skipped';
+  } catch {
+    return 'retry';
+  }
+}
+
+/**
+ * Starts a run handed off to workers (`runOutboxInsert(…, true)`), if no one has claimed it yet: the
+ * worker that hears of it calls this with its eager runner. Never throws.
+ */
+export async function dispatchHandedOff(
+  db: Database,
+  runner: WorkflowRunner,
+  executionId: string,
+): Promise<DispatchOutcome> {
+  try {
+    const [run] = await claim(db, 1, executionId, true);
     return run ? await dispatchClaimed(db, runner, run) : 'skipped';
   } catch {
     return 'retry';

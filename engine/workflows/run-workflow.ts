@@ -4,7 +4,8 @@ import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { insertWorkflowExecutionWith, type Trigger, type WorkflowExecutionRow } from './execution-records';
 import { localStepsOf } from './local-steps';
-import { dispatchEnqueuedRun, dispatchRun, runOutboxInsert } from './run-dispatcher';
+import { dispatchEnqueuedRun, dispatchRun, HANDOFF_HOLD_MS, runOutboxInsert } from './run-dispatcher';
+import { workersListen } from './run-handoff';
 import type { InterpreterInput } from './run-input';
 import { parseDefinition } from './workflow-definition';
 import type { WorkflowRunner } from './workflow-runner';
@@ -75,6 +76,8 @@ export async function runWorkflow(
     }
   }
   let enqueued: InterpreterInput | undefined;
+  // A start behind the reply goes to a listening worker, for Temporal's eager start (run-handoff.ts).
+  const handoff = start === 'behind-reply' && workersListen(db);
   // The execution, its audit entry and its start request: one statement, so one round trip.
   const execution = await insertWorkflowExecutionWith(
     db,
@@ -106,11 +109,11 @@ export async function runWorkflow(
             workspace: workflow.workspace,
           }),
         ),
-        runOutboxInsert(db, enqueued),
+        runOutboxInsert(db, enqueued, handoff),
       ];
     },
   );
-  await dispatchSoon(db, runner, enqueued!, start);
+  await dispatchSoon(db, runner, enqueued!, start, handoff);
   return execution;
 }
 
@@ -122,20 +125,33 @@ function behindReply(dispatch: Promise<unknown>): void {
   void dispatch.finally(() => startsBehindReplies.delete(dispatch));
 }
 
+/** Fallback starts of handed-off runs, waiting out their hold (this process's). */
+const handoffFallbacks = new Set<NodeJS.Timeout>();
+
 /**
  * Dispatches a run whose start request was just committed to the outbox. Behind the reply: the
  * caller returns at once. Awaited: it waits a moment at most, and what is not started by then
  * finishes (or is retried) behind the reply. Either way a slow or absent Temporal never holds the
  * caller, and the accepted run is started once it answers (the dispatch never throws; what fails
  * stays in the outbox for the dispatcher). The wait is for Temporal's answer only, not for the
- * outbox row's delete.
+ * outbox row's delete. Handed off (`handoff`, the row written so): a listening worker starts it;
+ * this process starts it only if none has claimed it once its hold is over.
  */
 export async function dispatchSoon(
   db: Database,
   runner: WorkflowRunner,
   input: InterpreterInput,
   start: StartMode,
+  handoff = false,
 ): Promise<void> {
+  if (handoff) {
+    const timer = setTimeout(() => {
+      handoffFallbacks.delete(timer);
+      behindReply(dispatchRun(db, runner, input.executionId));
+    }, HANDOFF_HOLD_MS + 10);
+    handoffFallbacks.add(timer);
+    return;
+  }
   const dispatch = dispatchEnqueuedRun(db, runner, input);
   behindReply(dispatch);
   if (start === 'awaited') await Promise.race([dispatch, delay(INLINE_DISPATCH_WAIT_MS)]);
@@ -148,5 +164,9 @@ export async function dispatchSoon(
  * the outbox until Temporal has the run.)
  */
 export async function settleStartsBehindReplies(): Promise<void> {
+  // A handed-off run's fallback is not waited for: its row stays in the outbox, due once its short
+  // hold is over, for the worker that claims it or any dispatcher.
+  for (const timer of handoffFallbacks) clearTimeout(timer);
+  handoffFallbacks.clear();
   while (startsBehindReplies.size > 0) await Promise.allSettled([...startsBehindReplies]);
 }

@@ -22,6 +22,7 @@ import { SCRIPT_TRIAL_WORKFLOW, type ScriptTrialOutcome } from './script-trial';
 import { randomAlphanumeric } from '../platform/ids';
 import { ServiceUnavailable } from '../platform/errors';
 import { temporalWorkflowSchedules } from './workflow-schedules';
+import { runStartsEager } from '../platform/metrics';
 
 /** gRPC status code 5: the service has no such entity. */
 const GRPC_NOT_FOUND = 5;
@@ -131,7 +132,18 @@ class TemporalUnreachable extends Error {
   }
 }
 
-export function temporalWorkflowRunner(client: Client, taskQueue: string): WorkflowRunner {
+export function temporalWorkflowRunner(
+  client: Client,
+  taskQueue: string,
+  options: {
+    /**
+     * Ask for Temporal's eager start: the run's first workflow task comes back in the start's answer,
+     * to a worker of this process that shares `client`'s connection (a NativeConnection), instead of
+     * through the task queue. Only a worker process's handoff runner sets it (run-handoff.ts).
+     */
+    eagerStart?: boolean;
+  } = {},
+): WorkflowRunner {
   // While Temporal is down, a run request should not spend a deadline finding out again: its run is
   // already in the outbox, and the dispatcher keeps trying.
   let unreachableUntil = 0;
@@ -202,9 +214,11 @@ export function temporalWorkflowRunner(client: Client, taskQueue: string): Workf
             trigger: input.trigger,
             ...(input.retryOf ? { retry_of: input.retryOf } : {}),
           },
+          ...(options.eagerStart ? { requestEagerStart: true } : {}),
         });
       try {
-        await client.withDeadline(Date.now() + START_DEADLINE_MS, start);
+        const handle = await client.withDeadline(Date.now() + START_DEADLINE_MS, start);
+        if (handle.eagerlyStarted) runStartsEager.inc();
         unreachableUntil = 0;
       } catch (error) {
         // Execution ids are never reused, so a run already there under this id is this run.

@@ -36,6 +36,7 @@ describe('migrations', () => {
         '20261126030000_market_generation',
         '20261128000000_console_sessions',
         '20261128010000_template_versions',
+        '20261128020000_run_handoff',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -57,6 +58,7 @@ describe('migrations', () => {
         { name: '20261126030000_market_generation' },
         { name: '20261128000000_console_sessions' },
         { name: '20261128010000_template_versions' },
+        { name: '20261128020000_run_handoff' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

@@ -8,6 +8,9 @@ import { newId } from '../../engine/platform/ids';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import type { SandboxLimits } from '../../plugins/sandbox/script-sandbox';
 import { createTemporalWorker } from '../../workers/temporal-worker';
+import { Client } from '@temporalio/client';
+import { type RunHandoff, startRunHandoff } from '../../engine/workflows/run-handoff';
+import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import {
   createTestAccount,
   createTestApp,
@@ -38,6 +41,8 @@ export interface WorkflowHarness {
   pollUntilEnded(workflowId: string, executionId: string, who?: TestAccount): Promise<Execution>;
   /** GET /workflows/worker_executions for one worker execution, with its result. */
   workerExecution(id: string): Promise<WorkerExecution>;
+  /** The worker's handoff of run starts (`handoff: true`), else null. */
+  handoff: RunHandoff | null;
   close(): Promise<void>;
 }
 
@@ -117,6 +122,12 @@ export async function startHarness(
     environmentBuilder?: boolean;
     /** Wraps the API's Temporal runner (a test that holds or watches runs' starts). */
     runner?: (runner: WorkflowRunner) => WorkflowRunner;
+    /**
+     * The worker also takes handed-off run starts, as the worker process does (run-handoff.ts), with
+     * its eager runner wrapped by `handoffRunner` if given.
+     */
+    handoff?: boolean;
+    handoffRunner?: (runner: WorkflowRunner) => WorkflowRunner;
   } = {},
 ): Promise<WorkflowHarness> {
   const taskQueue = `workflows-${newId('worker').slice(5, 17)}`;
@@ -127,6 +138,7 @@ export async function startHarness(
   let connection: NativeConnection | null = null;
   let worker: Worker | null = null;
   let running: Promise<void> | null = null;
+  let handoff: RunHandoff | null = null;
   if (options.worker) {
     connection = await NativeConnection.connect({ address: temporalAddress() });
     worker = await createTemporalWorker({
@@ -140,6 +152,12 @@ export async function startHarness(
       pythonEnvironments: TEST_PYTHON_ENVIRONMENTS,
     });
     running = worker.run();
+    if (options.handoff) {
+      const eager = temporalWorkflowRunner(new Client({ connection, namespace: 'default' }), taskQueue, {
+        eagerStart: true,
+      });
+      handoff = startRunHandoff(db, (options.handoffRunner ?? ((runner) => runner))(eager));
+    }
   }
   const builder = options.environmentBuilder
     ? startEnvironmentBuilder(db, TEST_PYTHON_ENVIRONMENTS, { intervalMs: 500 })
@@ -185,8 +203,10 @@ export async function startHarness(
       if (res.statusCode !== 200) throw new Error(`worker execution: ${res.statusCode} ${res.body}`);
       return res.json().worker_execution;
     },
+    handoff,
     async close() {
       await builder?.stop();
+      await handoff?.close();
       if (worker && running) {
         worker.shutdown();
         await running;
