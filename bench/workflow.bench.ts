@@ -84,13 +84,26 @@ interface WorkerHostConfig {
   bareTaskQueue: string;
 }
 
-type ToChild = { kind: 'start'; config: WorkerHostConfig } | { kind: 'stop' };
-type FromChild = { kind: 'ready' } | { kind: 'stopped' } | { kind: 'error'; message: string };
+type ToChild =
+  { kind: 'start'; config: WorkerHostConfig } | { kind: 'stop' } | { kind: 'eager-bare'; workflowId: string };
+type FromChild =
+  | { kind: 'ready' }
+  | { kind: 'stopped' }
+  | { kind: 'error'; message: string }
+  | { kind: 'eager-started'; workflowId: string; eagerly: boolean };
 
 interface WorkerHost {
   where: string;
   stop(): Promise<void>;
+  /**
+   * Starts a bare local-activity workflow in the worker host's process with Temporal's eager start,
+   * on a client sharing its workers' connection; answers whether Temporal started it eagerly.
+   */
+  startEagerBare(workflowId: string): Promise<boolean>;
 }
+
+/** The worker host's eager start of a bare workflow (set once its workers run). */
+let eagerBareStart: ((workflowId: string) => Promise<boolean>) | null = null;
 
 const bareActivities: BareActivities = {
   async noop(step) {
@@ -155,12 +168,20 @@ async function hostWorkers(config: WorkerHostConfig): Promise<() => Promise<void
       process.exit(1);
     });
     // As the worker process does: runs handed to workers start here with Temporal's eager start.
+    const eagerClient = new Client({ connection, namespace: NAMESPACE });
     const handoff = startRunHandoff(
       db,
-      temporalWorkflowRunner(new Client({ connection, namespace: NAMESPACE }), config.taskQueue, {
-        eagerStart: true,
-      }),
+      temporalWorkflowRunner(eagerClient, config.taskQueue, { eagerStart: true }),
     );
+    // The strongest bare start: eager, from the process of the bare workflow's own worker.
+    eagerBareStart = async (workflowId) => {
+      const handle = await eagerClient.workflow.start<typeof bareLocalWorkflow>('bareLocalWorkflow', {
+        taskQueue: config.bareTaskQueue,
+        workflowId,
+        requestEagerStart: true,
+      });
+      return handle.eagerlyStarted;
+    };
     return async () => {
       stopping = true;
       await handoff.close();
@@ -186,7 +207,11 @@ if (process.argv.includes(WORKER_FLAG)) {
         message: error instanceof Error ? (error.stack ?? error.message) : String(error),
       });
     };
-    if (message.kind === 'start') {
+    if (message.kind === 'eager-bare') {
+      (eagerBareStart ?? (async () => Promise.reject(new Error('the workers are not running'))))(
+        message.workflowId,
+      ).then((eagerly) => send({ kind: 'eager-started', workflowId: message.workflowId, eagerly }), fail);
+    } else if (message.kind === 'start') {
       hostWorkers(message.config).then((stopWorkers) => {
         stop = stopWorkers;
         send({ kind: 'ready' });
@@ -221,7 +246,11 @@ function nextMessage(child: ChildProcess): Promise<FromChild> {
 async function startWorkerHost(config: WorkerHostConfig, inProcess: boolean): Promise<WorkerHost> {
   if (inProcess) {
     const stop = await hostWorkers(config);
-    return { where: `the bench process (pid ${process.pid})`, stop };
+    return {
+      where: `the bench process (pid ${process.pid})`,
+      stop,
+      startEagerBare: (workflowId) => eagerBareStart!(workflowId),
+    };
   }
   const child = fork(__filename, [WORKER_FLAG], {
     execArgv: process.execArgv,
@@ -241,8 +270,20 @@ async function startWorkerHost(config: WorkerHostConfig, inProcess: boolean): Pr
     console.error(`workflow bench: the worker process exited (code ${code}, signal ${signal})`);
     process.exit(1);
   });
+  const eagerStarts = new Map<string, (eagerly: boolean) => void>();
+  child.on('message', (message: FromChild) => {
+    if (message.kind !== 'eager-started') return;
+    eagerStarts.get(message.workflowId)?.(message.eagerly);
+    eagerStarts.delete(message.workflowId);
+  });
   return {
     where: `a child process (pid ${child.pid})`,
+    startEagerBare(workflowId) {
+      return new Promise((resolve) => {
+        eagerStarts.set(workflowId, resolve);
+        child.send({ kind: 'eager-bare', workflowId } satisfies ToChild);
+      });
+    },
     async stop() {
       stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -296,6 +337,8 @@ interface BareSample {
   workflowId?: string;
   /** When the bare local-activity workflow's first activity ran (epoch ms). */
   firstStepAt?: number;
+  /** Whether Temporal started it eagerly (the eager bare workflow). */
+  eagerly?: boolean;
 }
 
 const fmt = (ms: number) => ms.toFixed(1);
@@ -561,6 +604,24 @@ function bareRunner(
   };
 }
 
+/**
+ * The bare local-activity workflow started eagerly in its worker's process (asked by this process
+ * over IPC, as our API hands a run to a worker through PostgreSQL), awaited from here.
+ */
+function eagerBareRunner(host: WorkerHost, client: Client, suffix: string): BareRun {
+  let count = 0;
+  return async () => {
+    const workflowId = `bench-eager-${suffix}-${(count += 1)}`;
+    const t0 = performance.now();
+    const eagerly = await host.startEagerBare(workflowId);
+    const startedMs = performance.now() - t0;
+    const result: unknown = await client.workflow.getHandle(workflowId).result();
+    const resultMs = performance.now() - t0;
+    if (!Array.isArray(result) || result.length !== 3) throw new Error('the bare workflow ran no 3 steps');
+    return { startedMs, resultMs, workflowId, firstStepAt: result[0] as number, eagerly };
+  };
+}
+
 /** The ENDER's and the run's `ended_at`, relative to when each request left. */
 async function withDbTimes(db: Database, samples: ServiceSample[]): Promise<ServiceSample[]> {
   const rows = (await db('workflow_executions as we')
@@ -629,6 +690,8 @@ async function breakdown(db: Database, samples: ServiceSample[]): Promise<Map<st
 interface FairRuns {
   serviceRun: TemporalRun;
   bareRun: BareRun;
+  /** The same bare workflow, started eagerly in its worker's process. */
+  eagerBareRun: BareRun;
   client: Client;
 }
 
@@ -638,6 +701,7 @@ interface LatencyResults {
   bareLatency: BareSample[];
   fairService: BareSample[];
   fairBare: BareSample[];
+  fairEagerBare: BareSample[];
   segments: Map<string, number[]>;
   firstStep: Map<string, number[]>;
   latencySeconds: number;
@@ -707,6 +771,7 @@ async function measureLatency(
   const bareLatency: BareSample[] = [];
   const fairService: BareSample[] = [];
   const fairBare: BareSample[] = [];
+  const fairEagerBare: BareSample[] = [];
   for (let i = 0; i < sizes.latencyRuns; i++) {
     // The pair in alternating order: a run's tail on the Temporal server (its completion's
     // visibility and history writes) delays whichever run comes next, so neither side always pays it.
@@ -717,6 +782,7 @@ async function measureLatency(
       fairBare.push(await fair.bareRun());
       fairService.push(await fair.serviceRun(i));
     }
+    fairEagerBare.push(await fair.eagerBareRun());
     serviceLatency.push(await serviceRun(i));
     waitLatency.push(await serviceRun(i, true));
     bareLatency.push(await bareRun());
@@ -731,6 +797,7 @@ async function measureLatency(
     bareLatency,
     fairService,
     fairBare,
+    fairEagerBare,
     segments,
     firstStep,
     latencySeconds,
@@ -898,6 +965,16 @@ function reportLatency(sizes: Sizes, latency: LatencyResults): void {
     'baseline',
   );
   row(
+    `bare, started eagerly in its worker's process (${latency.fairEagerBare.filter((x) => x.eagerly).length} of ${latency.fairEagerBare.length} eagerly): start answered`,
+    latency.fairEagerBare.map((x) => x.startedMs),
+    '',
+  );
+  row(
+    "bare, started eagerly in its worker's process: handle.result() resolved",
+    latency.fairEagerBare.map((x) => x.resultMs),
+    ratio(percentiles(latency.fairEagerBare.map((x) => x.resultMs)).p50, fairBare.p50, 2),
+  );
+  row(
     'service: POST /run answered 202',
     latency.fairService.map((x) => x.startedMs),
     '',
@@ -906,6 +983,15 @@ function reportLatency(sizes: Sizes, latency: LatencyResults): void {
     "service: handle.result() on the run's wfex_… workflow resolved",
     latency.fairService.map((x) => x.resultMs),
     ratio(percentiles(latency.fairService.map((x) => x.resultMs)).p50, fairBare.p50, 2),
+  );
+  row(
+    "service: the same, vs the bare workflow started eagerly in its worker's process",
+    latency.fairService.map((x) => x.resultMs),
+    ratio(
+      percentiles(latency.fairService.map((x) => x.resultMs)).p50,
+      percentiles(latency.fairEagerBare.map((x) => x.resultMs)).p50,
+      2,
+    ),
   );
   console.log(
     "| **issue-6 figures (kept): bare of 3 regular activities; service clocks at the database or the client's poll** | | | |",
@@ -1071,6 +1157,19 @@ function reportTargets(sizes: Sizes, latency: LatencyResults, load: LoadResults)
   console.log(
     `| sustained runs/s vs bare (${sizes.throughputRuns} runs, ${IN_FLIGHT} in flight) | ×${rateRatio.toFixed(2)} | ≥ ×0.9 | ${rateRatio >= 0.9 ? 'yes' : 'no'} | ≥ ×1.0 | ${rateRatio >= 1 ? 'yes' : 'no'} |`,
   );
+  const firstStep = latency.firstStep.get('service: workflow started → STARTER started_at');
+  if (firstStep !== undefined) {
+    const gap = percentiles(firstStep).p50;
+    console.log(
+      `| workflow started → first step started, p50 (Temporal's start event → STARTER started_at) | ${gap.toFixed(0)} ms | a few ms (≤ 5) | ${gap <= 5 ? 'yes' : 'no'} | | |`,
+    );
+  }
+  const eagerRatio =
+    percentiles(latency.fairService.map((x) => x.resultMs)).p50 /
+    percentiles(latency.fairEagerBare.map((x) => x.resultMs)).p50;
+  console.log(
+    `| (not a target) latency p50 vs the bare workflow started eagerly in its worker's process | ×${eagerRatio.toFixed(2)} | | | | |`,
+  );
 }
 
 export async function runWorkflowBench(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
@@ -1098,6 +1197,7 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
       serviceRun: serviceTemporalRunner(services.api, services.client, workflowId),
       client: services.client,
       bareRun: bareRunner(services.client, services.bareTaskQueue, services.suffix, 'bareLocalWorkflow'),
+      eagerBareRun: eagerBareRunner(services.host, services.client, services.suffix),
     };
 
     // Warm-up: workflow bundles, isolates, JIT, pools and prepared plans on both sides.
@@ -1105,6 +1205,7 @@ export async function runWorkflowBench(argv: readonly string[] = process.argv.sl
       await serviceRun(i);
       await bareRun();
       await fair.bareRun();
+      await fair.eagerBareRun();
     }
     const latency = await measureLatency(services.db, options.sizes, serviceRun, bareRun, fair);
     const load = await measureLoad(services.db, options.sizes, serviceRun, bareRun, fair);
