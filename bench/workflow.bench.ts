@@ -721,6 +721,7 @@ async function firstStepGaps(
   client: Client,
   service: BareSample[],
   bare: BareSample[],
+  eagerBare: BareSample[],
 ): Promise<Map<string, number[]>> {
   const gaps = new Map<string, number[]>();
   const add = (label: string, value: number) => gaps.set(label, [...(gaps.get(label) ?? []), value]);
@@ -748,6 +749,17 @@ async function firstStepGaps(
     const { started, taskStarted } = await times(sample.workflowId!);
     add('bare: workflow started → first workflow task started (Temporal)', taskStarted - started);
     add('bare: workflow started → first local activity started', sample.firstStepAt! - started);
+  }
+  for (const sample of eagerBare) {
+    const { started, taskStarted } = await times(sample.workflowId!);
+    add(
+      'bare, started eagerly: workflow started → first workflow task started (Temporal)',
+      taskStarted - started,
+    );
+    add(
+      'bare, started eagerly: workflow started → first local activity started',
+      sample.firstStepAt! - started,
+    );
   }
   for (const sample of service) {
     const { started, taskStarted } = await times(sample.workflowId!);
@@ -790,7 +802,7 @@ async function measureLatency(
   const latencySeconds = (performance.now() - latencyStarted) / 1000;
   serviceLatency = await withDbTimes(db, serviceLatency);
   const segments = await breakdown(db, serviceLatency);
-  const firstStep = await firstStepGaps(db, fair.client, fairService, fairBare);
+  const firstStep = await firstStepGaps(db, fair.client, fairService, fairBare, fairEagerBare);
   return {
     serviceLatency,
     waitLatency,
