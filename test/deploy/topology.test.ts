@@ -626,7 +626,10 @@ describe('the compose topology as processes', () => {
       ],
     });
     for (let i = 0; i < 6; i++) expect((await call('GET', '/v2/workspaces')).status).toBe(200);
-    const runs = await Promise.all([startRun(workflow), startRun(workflow)]);
+    // One after another, so that each API replica has read whether workers listen (its first run
+    // request starts the read) before the last ones: those are handed to a worker (eager start).
+    const runs: string[] = [];
+    for (let i = 0; i < 4; i++) runs.push(await startRun(workflow));
     for (const id of runs) expect((await ended(workflow, id)).run_status).toBe('SUCCEEDED');
     const after = await scrape();
     const moved = (job: string, name: string) =>
@@ -641,6 +644,10 @@ describe('the compose topology as processes', () => {
     expect(
       moved('pas-worker', 'pas_step_duration_seconds_count').reduce((a, b) => a + b, 0),
     ).toBeGreaterThanOrEqual(2);
+    // Runs handed to a worker started eagerly: Temporal answered their start with the first task.
+    expect(
+      moved('pas-worker', 'pas_run_starts_eager_total').reduce((a, b) => a + b, 0),
+    ).toBeGreaterThanOrEqual(1);
     for (const worker of after.filter((a) => a.job === 'pas-worker')) {
       expect(worker.text).toMatch(/^temporal_worker_task_slots_available\{/m);
       expect(worker.text).toContain('process="worker"');
