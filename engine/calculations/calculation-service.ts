@@ -355,8 +355,10 @@ export async function symbolsFor(
     const currency = s.currency ?? cash;
     if (currency !== undefined && currency !== null) currencies.add(currency);
   }
+  // One array parameter rather than a placeholder per symbol: an L book names 3000, and a list of
+  // 3000 placeholders took 4 to 13 ms to build, send and plan.
   const master = (await db('securities_master')
-    .whereIn('symbol', [...new Set(symbols)])
+    .whereRaw('symbol = ANY(?::text[])', [[...new Set(symbols)]])
     .whereNotNull('currency')
     .distinct('currency')) as Array<{ currency: string }>;
   for (const row of master) currencies.add(row.currency.toUpperCase());
