@@ -1179,8 +1179,9 @@ function reportTargets(sizes: Sizes, latency: LatencyResults, load: LoadResults)
   const eagerRatio =
     percentiles(latency.fairService.map((x) => x.resultMs)).p50 /
     percentiles(latency.fairEagerBare.map((x) => x.resultMs)).p50;
+  // The strongest fair baseline since runs start eagerly: the bare workflow started the same way.
   console.log(
-    `| (not a target) latency p50 vs the bare workflow started eagerly in its worker's process | ×${eagerRatio.toFixed(2)} | | | | |`,
+    `| latency p50 vs the bare workflow started eagerly in its worker's process, as ours now starts | ×${eagerRatio.toFixed(2)} | ≤ ×1.2 | ${eagerRatio <= 1.2 ? 'yes' : 'no'} | ≤ ×1.0 | ${eagerRatio <= 1 ? 'yes' : 'no'} |`,
   );
 }
 
