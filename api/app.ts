@@ -39,6 +39,8 @@ import oauthTokenRoutes from './routes/oauth-token';
 import workflowRoutes from './routes/workflows';
 import scriptTrialRoutes from './routes/script-trials';
 import workspaceRoutes from './routes/workspaces';
+import secretRoutes from './routes/secrets';
+import { SecretsKeyring } from '../engine/secrets/master-key';
 import consoleRoutes from './console/console-routes';
 import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
 
@@ -76,6 +78,11 @@ export interface AppDependencies {
   loadSampleIntervalMs?: number;
   /** Asks Temporal about itself and the task queue's pollers, for the health check; none in most tests. */
   temporalHealth?: () => Promise<TemporalHealth>;
+  /**
+   * The secrets' master keys (SecretsKeyring.fromConfig at start-up). Without them the service runs,
+   * and storing or reading a secret says that no master key is configured.
+   */
+  secrets?: SecretsKeyring;
 }
 
 /**
@@ -216,6 +223,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       });
       await v2.register(oauthTokenRoutes, { db: deps.db });
       await v2.register(workspaceRoutes, { db: deps.db });
+      await v2.register(secretRoutes, {
+        db: deps.db,
+        keyring: deps.secrets ?? SecretsKeyring.unavailable('this process was started without a master key'),
+      });
       for (const [name, kind] of Object.entries(RESOURCE_KINDS) as Array<[ResourceKindName, ResourceKind]>) {
         await v2.register(resourceRoutes(kind), { db: deps.db });
         const extra = KIND_EXTRA_ROUTES[name];

@@ -19,6 +19,7 @@ import {
 } from '../engine/platform/metrics';
 import { startTracing, stopTracing, temporalPlugins, traceQueries } from '../engine/platform/tracing';
 import { buildApp } from './app';
+import { SecretsKeyring } from '../engine/secrets/master-key';
 
 /** API process entry: `npm run start:api` (stateless; scale out by running more of these). */
 async function main(): Promise<void> {
@@ -43,13 +44,17 @@ async function main(): Promise<void> {
   // Before listening: the probe takes about a second and would otherwise compete with requests.
   const simulation = await startSimulationEngine(config, db);
   const workflows = temporalWorkflowRunner(client, config.temporalTaskQueue);
+  const secrets = SecretsKeyring.fromConfig(config);
   const app = await buildApp({
     config,
     db,
     workflows,
     simulation,
+    secrets,
     temporalHealth: temporalHealthProbe(client, config.temporalNamespace, config.temporalTaskQueue),
   });
+  const keyProblem = secrets.problem();
+  if (keyProblem !== null) app.log.warn(`api: secrets cannot be stored or read: ${keyProblem}`);
   app.log.info(
     { backend: describeSimulationEngine(simulation) },
     `api: calculations run on the ${simulation.backend.name} backend (${simulation.backend.detail})`,

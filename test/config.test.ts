@@ -34,7 +34,31 @@ describe('configuration', () => {
       logFormat: null,
       otelEndpoint: null,
       otelServiceName: null,
+      secretsKey: null,
+      secretsKeyFile: null,
+      egressPrivateAllow: '',
+      egressMaxResponseBytes: 10485760,
+      egressCaFile: null,
     });
+  });
+
+  test('the secrets key and the egress settings are read; key files resolve against the project folder', () => {
+    const hex = 'ab'.repeat(32);
+    const config = loadConfig(
+      {
+        SECRETS_KEY: ` ${hex} , ${Buffer.alloc(32, 7).toString('base64')} `,
+        SECRETS_KEY_FILE: 'keys/pas.key',
+        EGRESS_PRIVATE_ALLOW: '10.20.0.0/16',
+        EGRESS_MAX_RESPONSE_BYTES: '2048',
+        EGRESS_CA_FILE: '/etc/pas/vendor-ca.pem',
+      },
+      '/srv/pas',
+    );
+    expect(config.secretsKey).toBe(`${hex},${Buffer.alloc(32, 7).toString('base64')}`);
+    expect(config.secretsKeyFile).toBe(path.resolve('/srv/pas/keys/pas.key'));
+    expect(config.egressPrivateAllow).toBe('10.20.0.0/16');
+    expect(config.egressMaxResponseBytes).toBe(2048);
+    expect(config.egressCaFile).toBe('/etc/pas/vendor-ca.pem');
   });
 
   test('LOG_FORMAT and the metrics port are read', () => {
@@ -115,6 +139,12 @@ describe('configuration', () => {
     ['RESPONSE_GZIP_LEVEL', '0', 'RESPONSE_GZIP_LEVEL must be between 1 and 9, got 0'],
     ['LOG_FORMAT', 'xml', 'LOG_FORMAT must be one of pretty, json, got "xml"'],
     ['METRICS_PORT', 'ninety', 'METRICS_PORT must be an integer, got "ninety"'],
+    [
+      'SECRETS_KEY',
+      'hunter2',
+      'SECRETS_KEY entry 1 is not a master key (64 hex digits, or the Base64 of 32 bytes; value not shown)',
+    ],
+    ['EGRESS_MAX_RESPONSE_BYTES', '0', 'EGRESS_MAX_RESPONSE_BYTES must be between 1 and 1073741824, got 0'],
   ])('%s=%s stops start-up naming the variable', (name, value, detail) => {
     let caught: unknown;
     try {

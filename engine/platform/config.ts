@@ -52,6 +52,16 @@ export interface Config {
   otelEndpoint: string | null;
   /** `service.name` of the traces; null: pas-api or pas-worker. */
   otelServiceName: string | null;
+  /** The secrets' master key(s), comma-separated, the first current; null: a key file. */
+  secretsKey: string | null;
+  /** The key file; null: DATA_DIR/secrets.key, made on the first start. */
+  secretsKeyFile: string | null;
+  /** CIDRs of private addresses scripts' outbound calls may reach (comma-separated; empty: none). */
+  egressPrivateAllow: string;
+  /** The most bytes an outbound call's answer may have. */
+  egressMaxResponseBytes: number;
+  /** A PEM bundle of CAs trusted for outbound calls beside the system's; null: the system's only. */
+  egressCaFile: string | null;
 }
 
 export const LOG_FORMATS = ['pretty', 'json'] as const;
@@ -232,7 +242,56 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     description:
       'File uploads (`POST`/`PUT /v2/files`) an API process takes at once; the next answers 503, so slow uploaders never starve other requests.',
   },
+  {
+    name: 'SECRETS_KEY',
+    default: 'unset (a key file)',
+    description:
+      'Master key of the stored secrets (AES-256-GCM envelope encryption): 64 hex digits or the Base64 of 32 bytes. Several, comma-separated, during a rotation: the first seals, all open. Unset: SECRETS_KEY_FILE.',
+  },
+  {
+    name: 'SECRETS_KEY_FILE',
+    default: 'DATA_DIR/secrets.key',
+    description:
+      'File holding the master key (one per line, the first current). Unset and no SECRETS_KEY: `DATA_DIR/secrets.key` is made on the first start (mode 0600). Back it up apart from the data: a backup does not hold it.',
+  },
+  {
+    name: 'EGRESS_PRIVATE_ALLOW',
+    default: '(empty)',
+    description:
+      'Comma-separated CIDRs of private, loopback or link-local addresses that scripts’ HTTP and SMTP integrations may reach (e.g. `10.20.0.0/16` for a vendor on the internal network). Empty: none; public addresses only.',
+  },
+  {
+    name: 'EGRESS_MAX_RESPONSE_BYTES',
+    default: '10485760',
+    description:
+      'Largest answer (bytes) an outbound call may receive; a larger one is cut off and the call fails.',
+  },
+  {
+    name: 'EGRESS_CA_FILE',
+    default: 'unset',
+    description:
+      'PEM bundle of CAs trusted for outbound HTTPS and SMTP beside the system’s (a vendor behind a private CA). TLS is always verified.',
+  },
 ];
+
+/** One master key as SECRETS_KEY holds it: 64 hex digits, or the Base64 of 32 bytes. */
+const MASTER_KEY_TEXT = /^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/;
+
+/** SECRETS_KEY's keys are checked for form only, and a bad one is named by position, never echoed. */
+function secretsKey(env: Env): string | null {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw.trim() === '') return null;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  entries.forEach((entry, index) => {
+    if (!MASTER_KEY_TEXT.test(entry)) {
+      throw new ConfigError(
+        'SECRETS_KEY',
+        `entry ${index + 1} is not a master key (64 hex digits, or the Base64 of 32 bytes; value not shown)`,
+      );
+    }
+  });
+  return entries.join(',');
+}
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();
@@ -391,6 +450,15 @@ export function loadConfig(
     logFormat: logFormat as LogFormat | null,
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     otelServiceName: text(env, 'OTEL_SERVICE_NAME', null),
+    secretsKey: secretsKey(env),
+    secretsKeyFile: ((file) => (file === null ? null : path.resolve(cwd, file)))(
+      text(env, 'SECRETS_KEY_FILE', null),
+    ),
+    egressPrivateAllow: text(env, 'EGRESS_PRIVATE_ALLOW', '')!,
+    egressMaxResponseBytes: integer(env, 'EGRESS_MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1, 1_073_741_824),
+    egressCaFile: ((file) => (file === null ? null : path.resolve(cwd, file)))(
+      text(env, 'EGRESS_CA_FILE', null),
+    ),
     publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
       /\/+$/,
       '',

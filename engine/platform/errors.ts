@@ -63,3 +63,14 @@ export class ServiceUnavailable extends DomainError {
     super(503, message);
   }
 }
+
+/**
+ * A secret exists but this process cannot open it: its master key is not the one this process holds
+ * (a restore onto a machine without the key file, a mistyped SECRETS_KEY), or none is configured.
+ * The message names the keys by their ids, never by their bytes.
+ */
+export class SecretKeyUnavailable extends DomainError {
+  constructor(message: string) {
+    super(503, message);
+  }
+}

@@ -18,6 +18,7 @@ import * as marketGeneration from '../../migrations/20261126030000_market_genera
 import * as consoleSessions from '../../migrations/20261128000000_console_sessions';
 import * as templateVersions from '../../migrations/20261128010000_template_versions';
 import * as runHandoff from '../../migrations/20261128020000_run_handoff';
+import * as secrets from '../../migrations/20261201000000_secrets';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -43,6 +44,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261128000000_console_sessions', consoleSessions],
   ['20261128010000_template_versions', templateVersions],
   ['20261128020000_run_handoff', runHandoff],
+  ['20261201000000_secrets', secrets],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

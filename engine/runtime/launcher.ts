@@ -8,6 +8,7 @@ import { logFormatOf } from '../platform/log-format';
 import { connectDatabase, migrateLatest } from '../platform/database';
 import { SEARCH_ATTRIBUTES } from '../workflows/run-input';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres';
+import { SecretsKeyring } from '../secrets/master-key';
 import { exponentialBackoff, type Instance, Supervisor } from './supervisor';
 import {
   findTemporalCli,
@@ -261,6 +262,8 @@ async function main(): Promise<void> {
       accountName: 'Default account',
     });
     await db.destroy();
+    // Made here, before the api and worker start, so both read the one file (never two keys).
+    const secrets = SecretsKeyring.fromConfig(config);
     if (stopping) return;
 
     // Children get the resolved addresses; everything else of their configuration is ours.
@@ -318,6 +321,14 @@ async function main(): Promise<void> {
     say(`  API docs:         ${baseUrl}/docs`);
     say(`  Web console:      http://${displayHost}:${config.port}/console`);
     say(`  Temporal UI:      ${services.temporalUiUrl ?? '(set TEMPORAL_UI_URL to show it here)'}`);
+    if (secrets.created) {
+      say(`  Secrets key:      ${secrets.describe().replace(/^key file /, '')} (made now)`);
+      say(
+        '  (Back it up apart from the data: a backup does not hold it, and without it no stored secret can be read.)',
+      );
+    } else if (secrets.problem() !== null) {
+      say(`  Secrets key:      unusable: ${secrets.problem()}`);
+    }
     say(
       `  Metrics:          http://${config.metricsHost}:${metricsPort}/metrics (api), :${metricsPort + 1}/metrics (worker)`,
     );

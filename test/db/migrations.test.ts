@@ -37,6 +37,7 @@ describe('migrations', () => {
         '20261128000000_console_sessions',
         '20261128010000_template_versions',
         '20261128020000_run_handoff',
+        '20261201000000_secrets',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -59,6 +60,7 @@ describe('migrations', () => {
         { name: '20261128000000_console_sessions' },
         { name: '20261128010000_template_versions' },
         { name: '20261128020000_run_handoff' },
+        { name: '20261201000000_secrets' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

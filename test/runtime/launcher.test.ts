@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
@@ -160,6 +160,11 @@ describe('launcher', () => {
     const baseUrl = `http://127.0.0.1:${env.PORT}/v2`;
     expect(out).toContain(`API base URL:     ${baseUrl}`);
     expect(out).toContain(`Temporal UI:      http://127.0.0.1:${env.TEMPORAL_UI_PORT}`);
+    // The first start makes the secrets' master key, readable by the service's user alone, and says
+    // to back it up apart from the data.
+    expect(out).toContain(`Secrets key:      ${path.join(dataDir, 'secrets.key')} (made now)`);
+    expect(out).toContain('Back it up apart from the data: a backup does not hold it');
+    expect(statSync(path.join(dataDir, 'secrets.key')).mode & 0o777).toBe(0o600);
     const sid = /Account SID:\s+(sid_[A-Za-z0-9]{25})/.exec(out)?.[1];
     const token = /Auth token:\s+([A-Za-z0-9]{40})/.exec(out)?.[1];
     expect(sid).toBeDefined();
@@ -209,6 +214,7 @@ describe('launcher', () => {
     const second = await startLauncher(env);
     try {
       expect(second.output()).not.toContain('Auth token');
+      expect(second.output()).not.toContain('Secrets key:');
       const res = await fetch(`${baseUrl}/workspaces/kept-across-restarts`, {
         headers: { authorization: `Bearer ${sid}:${token}` },
       });

@@ -8,8 +8,17 @@ export function pas(
   url: string,
   ...args: string[]
 ): { status: number | null; stdout: string; stderr: string } {
+  return pasWith({}, url, ...args);
+}
+
+/** `pas` with more of the environment set (SECRETS_KEY_FILE, say). */
+export function pasWith(
+  env: Record<string, string>,
+  url: string,
+  ...args: string[]
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), ...args], {
-    env: { ...process.env, DATABASE_URL: url },
+    env: { ...process.env, ...env, DATABASE_URL: url },
     encoding: 'utf8',
     timeout: 60_000,
   });

@@ -13,6 +13,15 @@ import {
   temporalWorkflowRunner,
 } from '../../engine/workflows/temporal-workflow-runner';
 import type { WorkflowRunner } from '../../engine/workflows/workflow-runner';
+import { SecretsKeyring } from '../../engine/secrets/master-key';
+import { newMasterKey } from '../../engine/secrets/secret-crypto';
+
+/**
+ * One master key for everything a test process builds (its apps and its in-process workers), as one
+ * installation shares one key.
+ */
+export const TEST_MASTER_KEY = newMasterKey();
+export const TEST_SECRETS = SecretsKeyring.fromKeys([TEST_MASTER_KEY]);
 
 export function temporalAddress(): string {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
@@ -52,6 +61,8 @@ export async function createTestApp(
     loadSampleIntervalMs?: number;
     /** Wraps the app's Temporal runner (a test that holds or watches runs' starts). */
     runner?: (runner: WorkflowRunner) => WorkflowRunner;
+    /** The secrets' master keys; TEST_SECRETS otherwise. */
+    secrets?: SecretsKeyring;
   } = {},
 ): Promise<TestApp> {
   const connection = options.temporalAddress
@@ -76,6 +87,7 @@ export async function createTestApp(
       temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
     ),
     ...(options.simulation ? { simulation: options.simulation } : {}),
+    secrets: options.secrets ?? TEST_SECRETS,
     ...(options.healthOfTaskQueue
       ? { temporalHealth: temporalHealthProbe(temporal, 'default', options.healthOfTaskQueue) }
       : {}),

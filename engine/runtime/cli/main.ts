@@ -20,6 +20,7 @@ import { importMarketCsv, type SeriesKind } from '../../market-data/csv-import';
 import { listPriceSymbols } from '../../market-data/price-store';
 import { publishTemplateFolderAs } from '../../worker-templates/template-folder';
 import { addBackupCommands } from './backup-commands';
+import { addSecretsCommands } from './secrets-commands';
 import { openCliDatabase } from './cli-database';
 
 /** What the import summary calls the values of each kind of series. */
@@ -84,7 +85,7 @@ function progressBar(enabled: boolean) {
 
 export function buildCli(): Command {
   const program = new Command('pas').description(
-    'Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data, backups.',
+    "Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data, backups, the secrets' master key.",
   );
   const json = new Option('--json', 'print JSON for scripts');
 
@@ -376,6 +377,7 @@ export function buildCli(): Command {
       }),
     );
   addBackupCommands(program);
+  addSecretsCommands(program);
   return program;
 }
 
