@@ -126,7 +126,10 @@ export interface ResourceDeclaration extends Omit<EntityKind, 'view' | 'noun' | 
    * field's normalise passed (on create, and on update with the current body merged): `given`
    * names the fields this request set.
    */
-  finish?(body: Record<string, unknown>, context: { db: Database; given: Set<string> }): Promise<void> | void;
+  finish?(
+    body: Record<string, unknown>,
+    context: { db: Database; given: Set<string>; current?: Record<string, unknown> },
+  ): Promise<void> | void;
   /** Fields an update must carry too (the interface lists some as required on update). */
   updateRequires?: string[];
   /** Fields the view shows beyond the common ones and the body's, such as a report's URL. */
@@ -377,7 +380,7 @@ export async function updateResource(
   }
   return updateEntity(db, actor, kind, id, input.workspace, async (current) => {
     const body = { ...current.body, ...changes };
-    await kind.finish?.(body, { db, given: new Set(Object.keys(changes)) });
+    await kind.finish?.(body, { db, given: new Set(Object.keys(changes)), current: current.body });
     return {
       // A name left out or null keeps the stored one.
       name: input.name ?? undefined,
