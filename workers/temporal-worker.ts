@@ -7,6 +7,7 @@ import type { SandboxLimits } from '../plugins/sandbox/script-sandbox';
 import { createTriggerActivities } from './activities/trigger-activities';
 import { createWorkerActivities } from './activities/worker-activities';
 import { temporalPlugins } from '../engine/platform/tracing';
+import type { OutboundSettings } from '../engine/integrations/outbound-calls';
 
 /**
  * A Temporal Worker polling `taskQueue` with the interpreter and scheduled-launcher workflows
@@ -29,6 +30,8 @@ export async function createTemporalWorker(options: {
   simulation?: SimulationBackend;
   /** Where the Python templates' virtualenvs live. */
   pythonEnvironments?: string;
+  /** Scripts' outbound calls and secrets: master keys and egress policy (none: no key, public only). */
+  outbound?: OutboundSettings;
 }): Promise<Worker> {
   const runner = options.client ? temporalWorkflowRunner(options.client, options.taskQueue) : null;
   return Worker.create({
@@ -43,6 +46,7 @@ export async function createTemporalWorker(options: {
         simulation: options.simulation,
         pythonEnvironments: options.pythonEnvironments,
         workflows: runner,
+        outbound: options.outbound,
       }),
       ...createTriggerActivities(options.db, runner),
     },

@@ -11,6 +11,7 @@ import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
 import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
 import { startRunHandoff } from '../engine/workflows/run-handoff';
 import { createTemporalWorker } from './temporal-worker';
+import { outboundSettingsOf } from '../engine/integrations/outbound-settings';
 import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
 import { installTemporalRuntime } from './temporal-runtime';
@@ -64,6 +65,9 @@ async function main(): Promise<void> {
         `worker: Python environment build pass failed: ${error instanceof Error ? error.message : String(error)}`,
       ),
   });
+  const outbound = outboundSettingsOf(config);
+  const keyProblem = outbound.keyring.problem();
+  if (keyProblem !== null) log.warn(`worker: secrets cannot be read: ${keyProblem}`);
   const worker = await createTemporalWorker({
     db,
     connection,
@@ -73,6 +77,7 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     simulation: simulation.backend,
     pythonEnvironments,
+    outbound,
   });
   // Runs handed to workers (run-handoff.ts) start here with Temporal's eager start, on a client that
   // shares the worker's connection: their first workflow task comes back in the start's answer.

@@ -257,6 +257,8 @@ export async function sendMail(
   target: SmtpTarget,
   message: MailMessage,
   connectTo: (host: string) => Promise<string>,
+  /** A Message-ID of the caller's (an alert's, the same on every attempt); nodemailer makes one otherwise. */
+  options: { messageId?: string } = {},
 ): Promise<MailSent> {
   const from = checkMailbox("The integration's from address", target.from);
   const address = await connectTo(target.host);
@@ -299,6 +301,7 @@ export async function sendMail(
   });
   try {
     const info = await transport.sendMail({
+      ...(options.messageId ? { messageId: options.messageId } : {}),
       from,
       to: message.to.map((entry, i) => checkMailbox(`to[${i}]`, entry)),
       cc: message.cc.map((entry, i) => checkMailbox(`cc[${i}]`, entry)),

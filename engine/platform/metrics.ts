@@ -102,6 +102,21 @@ export const pythonEnvironmentBuilds = new Counter({
   registers,
 });
 
+export const egressRequests = new Counter({
+  name: 'pas_egress_requests_total',
+  help: 'Outbound calls of scripts through HTTP and SMTP integrations, by kind (http, smtp) and outcome (ok: answered, whatever its status; refused: the egress policy stopped it before sending; failed: timeout, too large, connection or TLS failure).',
+  labelNames: ['kind', 'outcome'] as const,
+  registers,
+});
+
+export const egressDuration = new Histogram({
+  name: 'pas_egress_request_duration_seconds',
+  help: 'Outbound calls of scripts through integrations, from the call to its answer (redirects included), by kind and outcome.',
+  labelNames: ['kind', 'outcome'] as const,
+  buckets: LATENCY,
+  registers,
+});
+
 const pools = new Set<Database>();
 
 /** The connection pool of each database this process watches: in use, idle, and requests waiting. */

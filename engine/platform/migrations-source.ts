@@ -19,6 +19,7 @@ import * as consoleSessions from '../../migrations/20261128000000_console_sessio
 import * as templateVersions from '../../migrations/20261128010000_template_versions';
 import * as runHandoff from '../../migrations/20261128020000_run_handoff';
 import * as secrets from '../../migrations/20261201000000_secrets';
+import * as outboundCalls from '../../migrations/20261201010000_outbound_calls';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -45,6 +46,7 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261128010000_template_versions', templateVersions],
   ['20261128020000_run_handoff', runHandoff],
   ['20261201000000_secrets', secrets],
+  ['20261201010000_outbound_calls', outboundCalls],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

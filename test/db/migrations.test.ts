@@ -38,6 +38,7 @@ describe('migrations', () => {
         '20261128010000_template_versions',
         '20261128020000_run_handoff',
         '20261201000000_secrets',
+        '20261201010000_outbound_calls',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -61,6 +62,7 @@ describe('migrations', () => {
         { name: '20261128010000_template_versions' },
         { name: '20261128020000_run_handoff' },
         { name: '20261201000000_secrets' },
+        { name: '20261201010000_outbound_calls' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

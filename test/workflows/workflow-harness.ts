@@ -14,11 +14,29 @@ import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow
 import {
   createTestAccount,
   createTestApp,
+  TEST_SECRETS,
   temporalAddress,
   type TestAccount,
   type TestApp,
 } from '../support/test-app';
 import { createTestDatabase } from '../support/test-database';
+import type { OutboundSettings } from '../../engine/integrations/outbound-calls';
+import { parseCidrList } from '../../engine/integrations/egress-policy';
+import { readFileSync } from 'node:fs';
+
+/**
+ * What the suite's workers reach: loopback only (the tests' own HTTP and SMTP servers, allowed as an
+ * operator would allow an internal vendor), the test CA trusted as EGRESS_CA_FILE would add it, and
+ * the master key the suite's apps share.
+ */
+export const TEST_OUTBOUND: OutboundSettings = {
+  keyring: TEST_SECRETS,
+  policy: {
+    privateAllow: parseCidrList('127.0.0.1/32, ::1/128'),
+    maxResponseBytes: 10 * 1024 * 1024,
+    extraCa: readFileSync(path.join(__dirname, '..', 'fixtures', 'tls', 'ca.pem'), 'utf8'),
+  },
+};
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -128,6 +146,8 @@ export async function startHarness(
      */
     handoff?: boolean;
     handoffRunner?: (runner: WorkflowRunner) => WorkflowRunner;
+    /** The worker's outbound settings; TEST_OUTBOUND (loopback allowed, the test CA trusted) otherwise. */
+    outbound?: OutboundSettings;
   } = {},
 ): Promise<WorkflowHarness> {
   const taskQueue = `workflows-${newId('worker').slice(5, 17)}`;
@@ -150,6 +170,7 @@ export async function startHarness(
       publicUrl: 'http://pas.test',
       sandboxLimits: options.sandboxLimits,
       pythonEnvironments: TEST_PYTHON_ENVIRONMENTS,
+      outbound: options.outbound ?? TEST_OUTBOUND,
     });
     running = worker.run();
     if (options.handoff) {

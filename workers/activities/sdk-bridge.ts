@@ -22,6 +22,11 @@ import { createReport, deleteReport, reportKind, updateReport } from '../../engi
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
 import { isPlainObject } from '../../engine/platform/plain-object';
+import {
+  requestThroughIntegration,
+  sendEmailThroughIntegration,
+  type StepOutbound,
+} from '../../engine/integrations/outbound-calls';
 
 /**
  * The SDK a worker script reaches as `sdk.<name>(...)`. Every call acts in the run's account and
@@ -37,6 +42,8 @@ export interface BridgeScope {
   publicUrl: string;
   /** Where runStressTest and runRiskAttribution simulate; the engine's reference backend if absent. */
   simulation?: SimulationBackend;
+  /** The step's outbound calls and secrets (sdk.request, sdk.sendEmail, sdk.secret); absent: not offered. */
+  outbound?: StepOutbound;
 }
 
 /** One host function: the scope first, then the script's JSON arguments. */
@@ -279,7 +286,17 @@ const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
     runBookCalculation(s.db, s.actor, 'backtest', calculationBody(s, body), s.workspace),
   runBacktestStatistics: (s, body) =>
     runBookCalculation(s.db, s.actor, 'backtest_statistics', calculationBody(s, body), s.workspace),
+  // The outside world, through the account's integrations (engine/integrations/outbound-calls.ts).
+  request: (s, integration, options) => requestThroughIntegration(s.db, outbound(s), integration, options),
+  sendEmail: (s, integration, message) =>
+    sendEmailThroughIntegration(s.db, outbound(s), integration, message),
+  secret: (s, name) => outbound(s).secret(name, 'sdk.secret'),
 };
+
+function outbound(scope: BridgeScope): StepOutbound {
+  if (!scope.outbound) throw new InvalidInput('Outbound calls and secrets are not offered here.');
+  return scope.outbound;
+}
 
 /**
  * Every host function by the name a script calls it with: one entry per function, nothing else
@@ -294,6 +311,9 @@ export const SDK_FUNCTIONS: Readonly<Record<string, SdkFunction>> = Object.freez
  * and is journaled in the transaction of its effect (see sdk-journal.ts).
  */
 export function callMode(name: string): CallMode {
+  if (name === 'secret') return 'unrecorded';
+  // Sent outside the database: journaled once answered, so a retried attempt does not send it again.
+  if (name === 'request' || name === 'sendEmail') return 'read';
   return /^(retrieve|list|read)[A-Z]/.test(name) ? 'read' : 'write';
 }
 

@@ -36,8 +36,12 @@ import type { LogLine } from '../../plugins/sandbox/script-sandbox';
 /** Read results larger than this (JSON bytes) are journaled without their result. */
 export const READ_RESULT_STORE_MAX = 1024 * 1024;
 
-/** A call acts on data (`write`, journaled in its transaction) or only looks (`read`). */
-export type CallMode = 'read' | 'write';
+/**
+ * A call acts on data (`write`, journaled in its transaction), only looks or acts outside the
+ * database (`read`: journaled just after, so a retry answers it instead of sending it again), or
+ * must never be stored (`unrecorded`: a secret's value; a retry reads it again).
+ */
+export type CallMode = 'read' | 'write' | 'unrecorded';
 
 interface JournalRow {
   seq: number;
@@ -76,6 +80,11 @@ export class SdkJournal {
   private diverged = false;
   /** Live calls wait for this: the rows a divergence drops must be gone before new ones go in. */
   private barrier: Promise<void> = Promise.resolve();
+  /**
+   * What a stored result becomes before it is written (the step's secret values replaced): a row
+   * lives until the step ends, and no secret may be stored in the clear even that long.
+   */
+  redact: (value: unknown) => unknown = (value) => value;
 
   private constructor(
     private readonly db: Database,
@@ -131,6 +140,8 @@ export class SdkJournal {
    */
   call(name: string, args: readonly unknown[], mode: CallMode, live: LiveCall): Promise<unknown> {
     const seq = this.next++;
+    // Never journaled, so no earlier attempt has a row for it either: the numbering stays in step.
+    if (mode === 'unrecorded') return this.barrier.then(() => live(this.db));
     const hash = argsSha256(args);
     const row = this.diverged ? undefined : this.recorded.get(seq);
     if (row !== undefined) {
@@ -180,8 +191,8 @@ export class SdkJournal {
       seq,
       name,
       args_sha256: hash,
-      result: error === null && replayable ? jsonText(result) : null,
-      error: error === null ? null : JSON.stringify(error),
+      result: error === null && replayable ? jsonText(this.redact(result)) : null,
+      error: error === null ? null : JSON.stringify(this.redact(error)),
       replayable,
     });
     if (mode === 'read') {

@@ -55,6 +55,8 @@ import { transpileTypeScript } from '../../engine/kinds/script-transpiler';
 import { createSdkBridge } from './sdk-bridge';
 import { everyskSdkChannel } from './sdk-channel';
 import { dropJournal, SdkJournal } from './sdk-journal';
+import { type OutboundSettings, StepOutbound } from '../../engine/integrations/outbound-calls';
+import { SecretsKeyring } from '../../engine/secrets/master-key';
 
 export interface WorkerActivityOptions {
   /** The service's base URL (reports' views carry absolute addresses). */
@@ -72,7 +74,19 @@ export interface WorkerActivityOptions {
   pythonEnvironments?: string;
   /** Starts runs for a step's everysk.sdk Workflow.run; without one, that call says it is not offered. */
   workflows?: WorkflowRunner | null;
+  /**
+   * Scripts' outbound calls and secrets (sdk.request, sdk.sendEmail, sdk.secret): the master keys and
+   * the egress policy. Without it those calls say no master key is configured and reach nothing
+   * private.
+   */
+  outbound?: OutboundSettings;
 }
+
+/** Outbound settings when a caller gives none: no key, public addresses only. */
+const NO_OUTBOUND: OutboundSettings = {
+  keyring: SecretsKeyring.unavailable('this worker was started without a master key'),
+  policy: { privateAllow: [], maxResponseBytes: 10 * 1024 * 1024, extraCa: null },
+};
 
 /** The sandbox outcomes that are a limit stopping the step (pas_sandbox_limit_kills_total). */
 const LIMIT_KINDS: ReadonlySet<string> = new Set(['timeout', 'memory', 'output']);
@@ -262,6 +276,19 @@ async function programOf(
   return null;
 }
 
+/**
+ * The outcome with every secret value the step used replaced by `[secret:NAME]`: its result, its
+ * error and its log lines are what gets stored, shown and handed to Temporal.
+ */
+function withoutSecrets(step: StepOutbound, outcome: ScriptOutcome): ScriptOutcome {
+  const redactor = step.redactor;
+  if (redactor.size === 0) return outcome;
+  const logs = outcome.logs.map((line) => ({ ...line, message: redactor.text(line.message) }));
+  return outcome.ok
+    ? { ...outcome, logs, result: redactor.value(outcome.result) }
+    : { ...outcome, logs, error: { ...outcome.error, message: redactor.text(outcome.error.message) } };
+}
+
 function describeFailure(outcome: Extract<ScriptOutcome, { ok: false }>): string {
   return `${outcome.error.kind}: ${outcome.error.message}`;
 }
@@ -430,6 +457,16 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       // the journal instead of taking effect twice.
       // (A fresh execution, just created by this attempt, has none: no read.)
       journal = begun.fresh ? SdkJournal.empty(db, record.id) : await SdkJournal.open(db, record.id);
+      // The step's secrets and outbound calls; every value it reads is kept out of what it leaves.
+      const step = new StepOutbound(
+        db,
+        options.outbound ?? NO_OUTBOUND,
+        workerActor(execution),
+        execution.workspace,
+        worker.name,
+        execution.id,
+      );
+      journal.redact = (value) => step.redactor.value(value);
       const bridge = createSdkBridge(
         {
           db,
@@ -437,6 +474,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
           workspace: execution.workspace,
           publicUrl: options.publicUrl,
           simulation: options.simulation,
+          outbound: step,
         },
         journal,
       );
@@ -508,7 +546,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       if (!outcome.ok && outcome.error.kind === 'cancelled') {
         throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
-      outcome = { ...outcome, logs: journal.withLogs(outcome.logs) };
+      outcome = withoutSecrets(step, { ...outcome, logs: journal.withLogs([...outcome.logs, ...step.logs]) });
       const runtime = program.python ? 'python' : 'javascript';
       stepDuration.observe(
         { runtime, outcome: outcome.ok ? 'completed' : 'error' },
@@ -572,12 +610,21 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
         if (problem !== null) return failed(`Invalid script inputs: ${problem}.`);
       }
       const actor: Actor = { principal: input.principal, source: 'PLATFORM', ip: null, userAgent: null };
+      const step = new StepOutbound(
+        db,
+        options.outbound ?? NO_OUTBOUND,
+        actor,
+        input.workspace,
+        'Try it',
+        null,
+      );
       const bridge = createSdkBridge({
         db,
         actor,
         workspace: input.workspace,
         publicUrl: options.publicUrl,
         simulation: options.simulation,
+        outbound: step,
       });
       const limits = program.limits
         ? {
@@ -611,6 +658,10 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       } finally {
         clearInterval(beat);
       }
+      outcome = withoutSecrets(step, {
+        ...outcome,
+        logs: [...outcome.logs, ...step.logs].sort((a, b) => a.at - b.at),
+      });
       return {
         status: outcome.ok ? 'COMPLETED' : 'ERROR',
         result: outcome.ok ? outcome.result : null,

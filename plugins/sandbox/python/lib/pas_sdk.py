@@ -12,7 +12,7 @@ import _socket
 import json
 import os
 
-__all__ = ["sdk", "SdkError", "call"]
+__all__ = ["sdk", "SdkError", "call", "request", "send_email", "secret"]
 
 SDK_SOCKET = os.environ.get("PAS_SDK_SOCKET", "/run/pas/sdk.sock")
 
@@ -97,3 +97,32 @@ class Sdk:
 
 
 sdk = Sdk()
+
+
+def request(integration, options=None, **fields):
+    """One HTTP call through an HTTP integration (by id or name): the JavaScript `sdk.request`.
+
+    `options` (or keyword arguments): method, path (joined under the integration's base_url), query,
+    headers, body (a dict or list is sent as JSON), response ('json', 'text' or 'base64'). The
+    integration adds its own headers and credentials; the script never sees them. Answers
+    {"status", "headers", "body"} whatever the status; a refused or failed call raises SdkError.
+    """
+    merged = dict(options or {})
+    merged.update(fields)
+    return call("request", integration, merged)
+
+
+def send_email(integration, message=None, **fields):
+    """One e-mail through an SMTP integration: to, cc, subject, text, html, attachments (file ids).
+
+    Answers {"message_id", "accepted", "rejected"}.
+    """
+    merged = dict(message or {})
+    merged.update(fields)
+    return call("sendEmail", integration, merged)
+
+
+def secret(name):
+    """A secret's value by name, in the run's workspace. It is kept out of everything the step
+    leaves behind: logs, result and errors show [secret:NAME] in its place."""
+    return call("secret", name)
