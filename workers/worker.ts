@@ -12,6 +12,7 @@ import { settleStartsBehindReplies } from '../engine/workflows/run-workflow';
 import { startRunHandoff } from '../engine/workflows/run-handoff';
 import { createTemporalWorker } from './temporal-worker';
 import { outboundSettingsOf } from '../engine/integrations/outbound-settings';
+import { startAlertDispatcher } from '../engine/workflows/failure-alerts';
 import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
 import { installTemporalRuntime } from './temporal-runtime';
@@ -91,9 +92,25 @@ async function main(): Promise<void> {
     (message, error) =>
       log.error(`worker: ${message}: ${error instanceof Error ? error.message : String(error)}`),
   );
+  // Failure alerts of runs that ended FAILED (engine/workflows/failure-alerts.ts), once each.
+  const alerts = startAlertDispatcher(
+    {
+      db,
+      outbound,
+      runner: temporalWorkflowRunner(client, config.temporalTaskQueue),
+      publicUrl: config.publicUrl,
+    },
+    {
+      onError: (error) =>
+        log.error(
+          `worker: failure alerts pass failed: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+    },
+  );
   // No new handed-off run is taken once stopping; those already taken start (or stay in the outbox).
   const stop = () => {
     void handoff.close();
+    void alerts.close();
     worker.shutdown();
   };
   process.once('SIGINT', stop);
@@ -118,6 +135,7 @@ async function main(): Promise<void> {
   // run() resolves once shutdown() has drained the in-flight activities.
   await worker.run();
   await handoff.close();
+  await alerts.close();
   // Runs a script started (Workflow.run) whose Temporal start is still going on behind the step.
   await settleStartsBehindReplies();
   await metrics?.close();

@@ -107,6 +107,13 @@ export const workflowProperties = {
   trigger_enabled: Type.Boolean(),
   starter_worker_id: Nullable(Type.String()),
   gui: Gui,
+  on_failure: Nullable(
+    Type.Union([
+      Type.Object({ integration: Type.String(), to: Type.Optional(Type.Array(Type.String())) }),
+      Type.Object({ workflow_id: Type.String() }),
+    ]),
+    { description: 'Where an alert goes when a run ends FAILED (extension); null: nowhere.' },
+  ),
   workers: Type.Array(Type.Ref('WorkflowWorker')),
   workspace: Type.String(),
   created: Timestamp,
@@ -145,6 +152,37 @@ export const workflowFields = {
         zoom: Type.Optional(OrNull(Type.Number())),
       }),
       { description: '{offset_x, offset_y, zoom}, numbers.' },
+    ),
+  ),
+  on_failure: Type.Optional(
+    OrNull(
+      Type.Union([
+        Type.Object(
+          {
+            integration: Type.String({
+              minLength: 1,
+              maxLength: 200,
+              description: 'An HTTP or SMTP integration of the account, by id or name.',
+            }),
+            to: Type.Optional(
+              Type.Array(Type.String({ minLength: 3, maxLength: 320 }), {
+                minItems: 1,
+                maxItems: 50,
+                description: 'SMTP: the addresses alerted (required there; not for HTTP).',
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Object(
+          { workflow_id: Type.String({ description: 'A handler workflow of the same workspace.' }) },
+          { additionalProperties: false },
+        ),
+      ]),
+      {
+        description:
+          'Extension: where an alert goes once when a run ends FAILED: {integration, to?} (an HTTP integration gets a chat-style JSON message, an SMTP one an e-mail to `to`) or {workflow_id} (a handler run with the alert as its parameters). null clears it.',
+      },
     ),
   ),
   workers: Type.Array(Type.Ref('WorkflowWorkerInput'), {

@@ -18,6 +18,8 @@ import { parseScheduleConfig } from './schedule-config';
 import { scriptInputProblem } from './script-inputs';
 import { parseDefinition, storedWorkers, type WorkerNode, type WorkflowPlan } from './workflow-definition';
 import { isPlainObject } from '../platform/plain-object';
+import { findNamedIntegration } from '../integrations/outbound-calls';
+import { checkMailbox } from '../integrations/smtp-send';
 
 export const TRIGGER_TYPES = ['MANUAL', 'API', 'TIME_BASED', 'FILE_RECEIVED'] as const satisfies Trigger[];
 
@@ -52,6 +54,7 @@ export const WORKFLOW: EntityKind = {
     trigger_enabled: record.body.trigger_enabled ?? false,
     starter_worker_id: record.body.starter_worker_id ?? null,
     gui: record.body.gui ?? DEFAULT_GUI,
+    on_failure: record.body.on_failure ?? null,
     workers: storedWorkers(record.body.workers),
     workspace: record.workspace,
   }),
@@ -79,7 +82,85 @@ export interface WorkflowInput {
   trigger_config?: unknown;
   trigger_enabled?: unknown;
   gui?: unknown;
+  on_failure?: unknown;
   workers?: unknown;
+}
+
+/** Where a failed run's alert goes: an HTTP or SMTP integration, or a handler workflow. */
+export type OnFailure = { integration: string; to?: string[] } | { workflow_id: string };
+
+/**
+ * `on_failure` as stored: the integration resolved to its id (a name is accepted), and checked to
+ * be an HTTP or SMTP one of the account (SMTP needing `to`), or a handler workflow of the same
+ * workspace other than the workflow itself. `null` clears it.
+ */
+async function checkOnFailure(
+  db: Database,
+  accountId: string,
+  workspace: unknown,
+  selfId: string | null,
+  value: unknown,
+): Promise<OnFailure | null> {
+  if (value === null) return null;
+  if (!isPlainObject(value)) {
+    throw new InvalidInput('on_failure must be {integration, to?}, {workflow_id} or null.');
+  }
+  if (value.integration !== undefined) {
+    const integration = await findNamedIntegration(db, accountId, value.integration).catch(
+      (error: unknown) => {
+        if (error instanceof NotFound) {
+          throw new InvalidInput(
+            `on_failure.integration: integration ${String(value.integration)} not found in this account.`,
+          );
+        }
+        throw error;
+      },
+    );
+    const type = (integration.body.type as string | undefined) ?? 'WEBHOOK';
+    if (type !== 'HTTP' && type !== 'SMTP') {
+      throw new InvalidInput(
+        `on_failure.integration must be an HTTP or SMTP integration; ${integration.name} is ${type}.`,
+      );
+    }
+    if (type === 'HTTP') {
+      if (value.to !== undefined && value.to !== null) {
+        throw new InvalidInput(
+          'on_failure.to is for an SMTP integration; an HTTP one posts to its base_url.',
+        );
+      }
+      return { integration: integration.id };
+    }
+    const to = typeof value.to === 'string' ? [value.to] : value.to;
+    if (!Array.isArray(to) || to.length === 0) {
+      throw new InvalidInput('on_failure.to is required for an SMTP integration: the addresses to alert.');
+    }
+    to.forEach((address, index) => checkMailbox(`on_failure.to[${index}]`, address as string));
+    return { integration: integration.id, to: to as string[] };
+  }
+  if (value.workflow_id !== undefined) {
+    const id = value.workflow_id;
+    if (typeof id !== 'string' || !isId('workflow', id)) {
+      throw new InvalidInput(
+        'on_failure.workflow_id must be the id (wrkf_…) of a workflow of this workspace.',
+      );
+    }
+    if (id === selfId)
+      throw new InvalidInput(
+        'on_failure.workflow_id must be another workflow: a workflow cannot handle its own failure.',
+      );
+    try {
+      await findEntity(db, accountId, WORKFLOW, id, workspace);
+    } catch (error) {
+      if (error instanceof NotFound) {
+        throw new InvalidInput(`on_failure.workflow_id: workflow ${id} not found in this workspace.`);
+      }
+      throw error;
+    }
+    return { workflow_id: id };
+  }
+  throw new InvalidInput(
+    'on_failure must name an integration ({integration, to?}) or a workflow ({workflow_id}).',
+  );
 }
 
 function checkTriggerType(value: unknown): Trigger {
@@ -230,6 +311,10 @@ export async function createWorkflow(
   input: WorkflowInput,
 ): Promise<StoredWorkflow> {
   const { workers, plan } = await checkDefinition(db, actor.principal.accountId, input.workers);
+  const onFailure =
+    input.on_failure === undefined
+      ? null
+      : await checkOnFailure(db, actor.principal.accountId, input.workspace, null, input.on_failure);
   const record = await createEntity(db, actor, WORKFLOW, {
     workspace: input.workspace,
     name: input.name,
@@ -245,6 +330,7 @@ export async function createWorkflow(
         trigger_enabled: false,
         gui: DEFAULT_GUI,
         ...bodyChanges(input),
+        on_failure: onFailure,
         starter_worker_id: plan.starterId,
         workers,
       }),
@@ -268,6 +354,15 @@ export async function updateWorkflow(
       ? null
       : await checkDefinition(db, actor.principal.accountId, input.workers);
   const changes = bodyChanges(input);
+  if (input.on_failure !== undefined) {
+    changes.on_failure = await checkOnFailure(
+      db,
+      actor.principal.accountId,
+      input.workspace,
+      id,
+      input.on_failure,
+    );
+  }
   const record = await updateEntity(db, actor, WORKFLOW, id, input.workspace, async (current) => ({
     name: input.name ?? undefined,
     description: input.description,

@@ -22,6 +22,7 @@ import {
 import { createTestDatabase } from '../support/test-database';
 import type { OutboundSettings } from '../../engine/integrations/outbound-calls';
 import { parseCidrList } from '../../engine/integrations/egress-policy';
+import { type AlertDispatcher, startAlertDispatcher } from '../../engine/workflows/failure-alerts';
 import { readFileSync } from 'node:fs';
 
 /**
@@ -61,6 +62,10 @@ export interface WorkflowHarness {
   workerExecution(id: string): Promise<WorkerExecution>;
   /** The worker's handoff of run starts (`handoff: true`), else null. */
   handoff: RunHandoff | null;
+  /** The failure-alert dispatcher (`alerts: true`), else null. */
+  alerts: AlertDispatcher | null;
+  /** The suite's database's connection URL (for child processes). */
+  databaseUrl: string;
   close(): Promise<void>;
 }
 
@@ -148,6 +153,8 @@ export async function startHarness(
     handoffRunner?: (runner: WorkflowRunner) => WorkflowRunner;
     /** The worker's outbound settings; TEST_OUTBOUND (loopback allowed, the test CA trusted) otherwise. */
     outbound?: OutboundSettings;
+    /** Runs the failure-alert dispatcher beside the worker, as the worker process does. */
+    alerts?: boolean;
   } = {},
 ): Promise<WorkflowHarness> {
   const taskQueue = `workflows-${newId('worker').slice(5, 17)}`;
@@ -182,6 +189,17 @@ export async function startHarness(
   }
   const builder = options.environmentBuilder
     ? startEnvironmentBuilder(db, TEST_PYTHON_ENVIRONMENTS, { intervalMs: 500 })
+    : null;
+  const alerts = options.alerts
+    ? startAlertDispatcher(
+        {
+          db,
+          outbound: options.outbound ?? TEST_OUTBOUND,
+          runner: temporalWorkflowRunner(t.temporal, taskQueue),
+          publicUrl: 'http://pas.test',
+        },
+        { intervalMs: 500 },
+      )
     : null;
 
   const call: WorkflowHarness['call'] = (method, url, payload, who = account) =>
@@ -225,8 +243,11 @@ export async function startHarness(
       return res.json().worker_execution;
     },
     handoff,
+    alerts,
+    databaseUrl: database.url,
     async close() {
       await builder?.stop();
+      await alerts?.close();
       await handoff?.close();
       if (worker && running) {
         worker.shutdown();
