@@ -726,6 +726,9 @@ describe('built-in worker templates in workflows', () => {
       'updateDatastore',
       'createFile',
       'createReport',
+      'request',
+      'sendEmail',
+      'secret',
     ]) {
       expect(typeof SDK_FUNCTIONS[name]).toBe('function');
     }

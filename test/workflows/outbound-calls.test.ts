@@ -6,6 +6,7 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { StepOutbound, RUN_CALLS_MAX } from '../../engine/integrations/outbound-calls';
 import { registry } from '../../engine/platform/metrics';
+import { builtinTemplateId, publishBuiltinTemplates } from '../../engine/worker-templates/builtin-templates';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import {
   type Execution,
@@ -71,6 +72,8 @@ describe('outbound calls of workflow scripts (sdk.request, sdk.sendEmail, sdk.se
             // Loopback but outside the allow list (127.0.0.1/32): refused before any connection.
             response.writeHead(302, { location: 'https://127.0.0.2:9/steal' });
             response.end();
+          } else if (url.pathname === '/v1/chat') {
+            response.end('ok');
           } else if (url.pathname === '/v1/big') {
             response.setHeader('content-type', 'application/octet-stream');
             response.end(Buffer.alloc(TEST_OUTBOUND.policy.maxResponseBytes + 1024, 1));
@@ -138,6 +141,8 @@ describe('outbound calls of workflow scripts (sdk.request, sdk.sendEmail, sdk.se
       from: 'Risk desk <risk@example.com>',
     });
     await integration({ name: 'Theirs', type: 'HTTP', base_url: base }, other);
+    await integration({ name: 'Chat', type: 'HTTP', base_url: `${base}/chat` });
+    await publishBuiltinTemplates(h.db);
   }, 120_000);
 
   afterAll(async () => {
@@ -388,6 +393,53 @@ describe('outbound calls of workflow scripts (sdk.request, sdk.sendEmail, sdk.se
       .db('audit_logs')
       .where({ workflow_execution_id: execution.id, entity_type: 'Secrets' });
     expect(recorded.map((r) => r.entity_name)).toEqual(['SMTP_PASSWORD']);
+  });
+
+  test('the built-in templates HTTP request, Post to chat and Send e-mail, chained in one run', async () => {
+    const ids = [workerId(), workerId(), workerId(), workerId(), workerId()];
+    const workflow = await h.store({
+      name: 'Prices to chat and mail',
+      workers: [
+        { id: ids[0], name: 'Start', type: 'STARTER', next: [ids[1]] },
+        {
+          id: ids[1],
+          name: 'Fetch prices',
+          type: 'BASIC',
+          template_id: builtinTemplateId('http-request'),
+          script_inputs: { integration: 'Prices vendor', path: 'prices/AAPL', query: { from: '2024-03-01' } },
+          next: [ids[2]],
+        },
+        {
+          id: ids[2],
+          name: 'Tell the desk',
+          type: 'BASIC',
+          template_id: builtinTemplateId('post-to-chat'),
+          script_inputs: { integration: 'Chat', title: 'Prices fetched' },
+          next: [ids[3]],
+        },
+        {
+          id: ids[3],
+          name: 'Mail it',
+          type: 'BASIC',
+          template_id: builtinTemplateId('send-email'),
+          script_inputs: { integration: 'Mail', to: ['pm@example.com'], subject: 'Prices posted' },
+          next: [ids[4]],
+        },
+        { id: ids[4], name: 'End', type: 'ENDER' },
+      ],
+    });
+    const started = await h.run(workflow.id, {});
+    const execution = await h.pollUntilEnded(workflow.id, started.id);
+    expect(execution.run_status).toBe('SUCCEEDED');
+    const chat = received.filter((r) => r.url === '/v1/chat').pop()!;
+    expect(chat.method).toBe('POST');
+    const posted = JSON.parse(chat.body) as { text: string };
+    expect(posted.text).toMatch(/^Prices fetched\n```\n/);
+    expect(posted.text).toContain('"close": 187.5');
+    expect(posted.text).toContain('"from": "2024-03-01"');
+    const mail = await simpleParser(mails[mails.length - 1]!.raw);
+    expect(mail.subject).toBe('Prices posted');
+    expect(mail.text).toContain('"characters"');
   });
 
   test('a run may make at most 1000 outbound calls, counted across its steps in the database', async () => {
