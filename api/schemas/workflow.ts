@@ -265,9 +265,20 @@ export const WorkerExecution = Type.Object(
     input_params: Nullable(Type.Record(Type.String(), Type.Unknown())),
     error_message: Nullable(Type.String()),
     logs: Type.Optional(
-      Type.Array(Type.Object({ level: Type.String(), message: Type.String(), at: Type.Number() }), {
-        description: 'The script’s console lines (with the result).',
-      }),
+      Type.Array(
+        Type.Object({
+          level: Type.String(),
+          message: Type.String(),
+          at: Type.Number(),
+          source: Type.Optional(
+            Type.Literal('egress', {
+              description:
+                'Set on the worker’s own line for each outbound call (sdk.request, sdk.sendEmail).',
+            }),
+          ),
+        }),
+        { description: 'The script’s console lines (with the result), and one line per outbound call.' },
+      ),
     ),
     reused_from: Nullable(
       Type.String({

@@ -41,6 +41,8 @@ export interface OutboundLogLine {
   level: 'info' | 'warn';
   message: string;
   at: number;
+  /** Marks the worker's own lines, which a script's console output cannot imitate. */
+  source: 'egress';
 }
 
 /**
@@ -111,7 +113,7 @@ export class StepOutbound {
   }
 
   log(level: OutboundLogLine['level'], message: string): void {
-    this.logs.push({ level, message: this.redactor.text(message), at: Date.now() });
+    this.logs.push({ level, message: this.redactor.text(message), at: Date.now(), source: 'egress' });
   }
 
   get policy(): EgressPolicy {

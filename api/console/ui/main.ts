@@ -6,6 +6,9 @@ import './styles.css';
 import { ApiError, call, query, type Session, useSession } from './api';
 import { type Child, h, millis, pretty, type Props, replace, seconds, type Stamp, when } from './dom';
 import { workflowGraph, type WorkflowWorker } from './graph';
+import type { OnFailure } from './on-failure';
+import { outboundCallsTable } from './outbound-calls';
+import type { PageKit } from './page-kit';
 
 interface Workflow {
   id: string;
@@ -15,6 +18,7 @@ interface Workflow {
   trigger_config: Record<string, unknown>;
   trigger_enabled: boolean;
   workers?: WorkflowWorker[];
+  on_failure?: OnFailure | null;
   workspace: string;
   updated: string;
   version: string;
@@ -318,6 +322,8 @@ async function frame(active: string, content: HTMLElement): Promise<void> {
         nav('#/workflows', 'Workflows'),
         nav('#/runs', 'Runs'),
         nav('#/templates', 'Templates'),
+        nav('#/integrations', 'Integrations'),
+        nav('#/secrets', 'Secrets'),
         nav('#/data', 'Data'),
       ),
       h('div', { class: 'who' }, h('label', { for: 'workspace' }, 'Workspace'), switcher),
@@ -539,6 +545,10 @@ async function workflowPage(id: string): Promise<void> {
     field('Input (a JSON object: the run parameters)', input, inputHint),
     h('button', { type: 'submit', class: 'primary' }, 'Run'),
   );
+  const onFailure =
+    'on_failure' in workflow
+      ? (await import('./on-failure')).onFailureView(workflow.on_failure ?? null, workspace)
+      : null;
   replace(
     body,
     h('h1', null, workflow.name),
@@ -556,6 +566,7 @@ async function workflowPage(id: string): Promise<void> {
     ),
     section('Steps', workflowGraph(workflow.workers ?? [])),
     section('Trigger', triggerView(workflow), h('p', null, toggle, toggleStatus)),
+    onFailure ? section('On failure', onFailure) : null,
     section('Run it', runForm),
   );
 }
@@ -702,6 +713,12 @@ async function workflowFormPage(id: string | null): Promise<void> {
   });
   showTrigger();
 
+  const { onFailureField } = await import('./on-failure');
+  const onFailure = onFailureField({
+    current: existing?.on_failure,
+    workflowId: existing?.id ?? null,
+    workspace,
+  });
   const stepList = h('ol', { class: 'steps-form', id: 'wf-steps' });
   const stepHints = new Map<number, HTMLElement>();
   const general = h('div', { 'aria-live': 'polite', id: 'wf-errors' });
@@ -851,13 +868,15 @@ async function workflowFormPage(id: string | null): Promise<void> {
 
   /** The API's message, beside the field it names (workers[i]… beside that step). */
   const showError = (error: unknown) => {
-    for (const hint of [nameHint, triggerHint, general, ...stepHints.values()]) replace(hint);
+    for (const hint of [nameHint, triggerHint, onFailure.hint, general, ...stepHints.values()]) replace(hint);
     const message = error instanceof ApiError ? error.message : String(error);
     const step = /workers\[(\d+)\]/.exec(message);
     if (step && stepHints.has(Number(step[1]))) {
       replace(stepHints.get(Number(step[1]))!, h('p', { class: 'error', role: 'alert' }, message));
     } else if (/^name\b|\bname\b.*(empty|characters)/.test(message)) {
       replace(nameHint, h('p', { class: 'error', role: 'alert' }, message));
+    } else if (/^on_failure\b/.test(message)) {
+      replace(onFailure.hint, h('p', { class: 'error', role: 'alert' }, message));
     } else if (/trigger/.test(message)) {
       replace(triggerHint, h('p', { class: 'error', role: 'alert' }, message));
     } else {
@@ -895,6 +914,7 @@ async function workflowFormPage(id: string | null): Promise<void> {
             trigger_config: triggerConfig,
             trigger_enabled: enabled.checked,
             workers,
+            on_failure: onFailure.read(),
             workspace,
           };
           const saved = existing
@@ -922,6 +942,7 @@ async function workflowFormPage(id: string | null): Promise<void> {
       stepList,
       addStep,
     ),
+    section('On failure', onFailure.element),
     general,
     h('button', { type: 'submit', class: 'primary' }, existing ? 'Save' : 'Create workflow'),
   );
@@ -1112,6 +1133,7 @@ async function runPage(workflowId: string, executionId: string): Promise<void> {
         'GET',
         `${base}/worker_executions${query({ worker_execution_id: stepId, with_result: true, workspace })}`,
       );
+      const outboundCalls = outboundCallsTable(step.logs);
       replace(
         detail,
         h('h3', null, step.worker_name, ' ', badge(step.status)),
@@ -1142,6 +1164,7 @@ async function runPage(workflowId: string, executionId: string): Promise<void> {
               ),
             )
           : h('p', { class: 'note' }, 'No log lines.'),
+        outboundCalls ? [h('h4', null, 'Outbound calls'), outboundCalls] : null,
         h('h4', null, 'Result'),
         h(
           'pre',
@@ -1960,6 +1983,9 @@ function auditPage(params: URLSearchParams): Promise<void> {
 
 // ---- Routing -----------------------------------------------------------------------------------
 
+/** What the pages kept in their own files use of this one. */
+const kit: PageKit = { frame, workspace: () => workspace, go, field, section, listTable, errorBox };
+
 async function route(): Promise<void> {
   onRunChange = null;
   if (!session) {
@@ -1991,6 +2017,13 @@ async function route(): Promise<void> {
   if (parts[0] === 'templates' && parts[1] === 'new') return newTemplatePage(params);
   if (parts[0] === 'templates' && parts[1]) return templatePage(parts[1]);
   if (parts[0] === 'templates') return templatesPage();
+  // Loaded when first opened, as the code editor is: the first load stays small.
+  if (parts[0] === 'integrations') {
+    const pages = await import('./integrations-page');
+    if (parts[1] === 'new') return pages.integrationFormPage(kit, null);
+    return parts[1] ? pages.integrationFormPage(kit, parts[1]) : pages.integrationsPage(kit);
+  }
+  if (parts[0] === 'secrets') return (await import('./secrets-page')).secretsPage(kit);
   return workflowsPage();
 }
 

@@ -1,0 +1,27 @@
+/**
+ * What main.ts lends the pages kept in their own files: the frame, the workspace chosen at the top
+ * right, navigation, and the small parts every page is built from. Passed in rather than imported,
+ * so a page file never imports main.ts (whose module body starts the app).
+ */
+import type { Child, Props } from './dom';
+
+export interface Column<T> {
+  title: string;
+  cell: (row: T) => Child;
+}
+
+export interface PageKit {
+  /** The header, the navigation (`active` is the section's name) and the page's content. */
+  frame(active: string, content: HTMLElement): Promise<void>;
+  /** The workspace chosen at the top right, at the time of the call. */
+  workspace(): string;
+  go(hash: string): void;
+  field(label: string, input: HTMLElement, hint?: HTMLElement | null): HTMLElement;
+  section(title: string, ...children: Child[]): HTMLElement;
+  listTable<T>(
+    rows: T[],
+    columns: Column<T>[],
+    options?: { id?: string; row?: (item: T) => Props },
+  ): HTMLTableElement;
+  errorBox(error: unknown): HTMLElement;
+}
