@@ -141,6 +141,27 @@ describe('outbound calls of workflow scripts (sdk.request, sdk.sendEmail, sdk.se
       from: 'Risk desk <risk@example.com>',
     });
     await integration({ name: 'Theirs', type: 'HTTP', base_url: base }, other);
+    // A secret of another account, and one of another workspace of ours: neither is found by our runs.
+    expect(
+      (await h.call('POST', '/v2/secrets', { name: 'THEIR_TOKEN', value: 'theirs-123456' }, other))
+        .statusCode,
+    ).toBe(200);
+    await h.call('POST', '/v2/workspaces', { name: 'desk2' });
+    expect(
+      (
+        await h.call('POST', '/v2/secrets', {
+          name: 'DESK2_TOKEN',
+          value: 'desk2-123456',
+          workspace: 'desk2',
+        })
+      ).statusCode,
+    ).toBe(200);
+    await integration({
+      name: 'Desk2 vendor',
+      type: 'HTTP',
+      base_url: base,
+      headers: { Authorization: 'Bearer {{secret:DESK2_TOKEN}}' },
+    });
     await integration({ name: 'Chat', type: 'HTTP', base_url: `${base}/chat` });
     await publishBuiltinTemplates(h.db);
   }, 120_000);
@@ -256,6 +277,9 @@ describe('outbound calls of workflow scripts (sdk.request, sdk.sendEmail, sdk.se
       [`sdk.request('Theirs', { path: 'x' })`, 'Integration Theirs not found.'],
       [`sdk.request('Mail', {})`, 'is a SMTP integration: sdk.request needs an HTTP one'],
       [`sdk.secret('NOT_HERE')`, 'Secret NOT_HERE not found in workspace main.'],
+      [`sdk.secret('THEIR_TOKEN')`, 'Secret THEIR_TOKEN not found in workspace main.'],
+      [`sdk.secret('DESK2_TOKEN')`, 'Secret DESK2_TOKEN not found in workspace main.'],
+      [`sdk.request('Desk2 vendor', { path: 'x' })`, 'Secret DESK2_TOKEN not found in workspace main.'],
     ];
     for (const [expression, message] of cases) {
       const before = received.filter((r) => r.url.includes('admin') || r.url.includes('steal')).length;
