@@ -79,6 +79,7 @@ describe('workflow definitions', () => {
       trigger_enabled: false,
       starter_worker_id: s,
       gui: { offset_x: 0, offset_y: 0, zoom: 1 },
+      on_failure: null,
       workers: [
         {
           id: s,

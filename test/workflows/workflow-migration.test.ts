@@ -60,6 +60,7 @@ test('a workflow stored before the move reads back the same, and still runs', as
       trigger_enabled: false,
       starter_worker_id: s,
       gui: { offset_x: 0, offset_y: 0, zoom: 1 },
+      on_failure: null,
       workers: [
         { id: s, name: 'S', type: 'STARTER', template_id: null, script: null, script_inputs: {}, next: [b] },
         {
