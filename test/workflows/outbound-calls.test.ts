@@ -419,6 +419,30 @@ describe('outbound calls of workflow scripts (sdk.request, sdk.sendEmail, sdk.se
     expect(recorded.map((r) => r.entity_name)).toEqual(['SMTP_PASSWORD']);
   });
 
+  test('Python steps call the same functions through their channel: pas_sdk.request and pas_sdk.send_email', async () => {
+    const before = received.length;
+    const mailsBefore = mails.length;
+    const { execution, step } = await runStep({
+      script_runtime: 'python3.11',
+      script: [
+        'import pas_sdk',
+        '',
+        'def main(args):',
+        '    answer = pas_sdk.request("Prices vendor", path="prices/AAPL", query={"from": "2024-02-01"})',
+        '    sent = pas_sdk.send_email("Mail", to=["pm@example.com"], subject="From Python", text=str(answer["body"]["close"]))',
+        '    return {"status": answer["status"], "close": answer["body"]["close"], "accepted": sent["accepted"]}',
+      ].join('\n'),
+    });
+    expect(execution.run_status).toBe('SUCCEEDED');
+    expect(step.result).toEqual({ status: 200, close: 187.5, accepted: ['pm@example.com'] });
+    expect(received[before]).toMatchObject({
+      url: '/v1/prices/AAPL?from=2024-02-01',
+      authorization: `Bearer ${TOKEN}`,
+    });
+    expect(mails.length).toBe(mailsBefore + 1);
+    expect(JSON.stringify(step.logs)).toContain('[http] GET');
+  });
+
   test('the built-in templates HTTP request, Post to chat and Send e-mail, chained in one run', async () => {
     const ids = [workerId(), workerId(), workerId(), workerId(), workerId()];
     const workflow = await h.store({
