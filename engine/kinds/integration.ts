@@ -307,7 +307,8 @@ export const INTEGRATION = resourceKind({
               'x-rule': 'a header value of at most 8192 characters without CR, LF or NUL',
             }),
             {
-              'x-rule': 'header names (RFC 9110 tokens) to values without CR, LF or NUL',
+              maxProperties: HEADERS_MAX,
+              'x-rule': `at most ${HEADERS_MAX} header names (RFC 9110 tokens) to values without CR, LF or NUL`,
               description:
                 "HTTP: headers sent with every call, after the script's own. A value may hold {{secret:NAME}}, filled in by the worker when it sends; credentials (Authorization, Cookie, *-Token, *-Api-Key…) must come from a secret.",
             },
