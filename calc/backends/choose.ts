@@ -8,7 +8,7 @@ import type { BackendName, SimulationBackend } from './backend';
 import { referenceBackend } from './reference';
 import { threadsBackend } from './threads';
 import { typedBackend } from './typed';
-import { detectWebGpu, type WebGpuStatus } from './webgpu-node';
+import { describeAdapter, detectWebGpu, type WebGpuStatus } from './webgpu-node';
 
 export interface BackendPreferences {
   /** Backends to consider, in order of preference on a tie. Default: typed, threads, wasm, gpujs. */
@@ -96,6 +96,12 @@ export async function chooseBackend(preferences: BackendPreferences): Promise<Pr
       const gpu = await (preferences.webgpu ?? (() => detectWebGpu(preferences.vulkanDirs)))();
       if (!gpu.ok) {
         timings[name] = `skipped: ${gpu.reason}`;
+        continue;
+      }
+      // A CPU behind a WebGPU adapter (lavapipe on a desktop or CI image) is never a GPU: timing it
+      // would only slow start-up (a call takes seconds there), and wasm is faster on the same cores.
+      if (gpu.software) {
+        timings[name] = `skipped: software adapter (${describeAdapter(gpu.adapter)})`;
         continue;
       }
     }

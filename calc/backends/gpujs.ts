@@ -357,7 +357,14 @@ export async function gpujsBackend(options: GpujsOptions = {}): Promise<Simulati
   const onAdapter = mode === 'webgpu' && webgpu?.ok ? webgpu : undefined;
   const chunkBytes =
     options.chunkBytes ?? Math.max(CHUNK_BYTES, Math.min(CHUNK_BYTES_MOST, onAdapter?.maxStorageBytes ?? 0));
-  return gpujsBackendOn(gpu, mode, onAdapter?.adapter, chunkBytes);
+  const backend = gpujsBackendOn(gpu, mode, onAdapter?.adapter, chunkBytes);
+  if (!onAdapter?.software) return backend;
+  // Forced onto a CPU behind WebGPU (CALC_BACKEND=gpujs where only lavapipe answers): it runs, and
+  // its detail, which each process prints at start, warns that this is no GPU.
+  return {
+    ...backend,
+    detail: `${backend.detail}; WARNING: a software adapter (the CPU), not a GPU: exact but slow, wasm is faster here`,
+  };
 }
 
 /**

@@ -26,14 +26,21 @@ export type WebGpuStatus =
       readonly adapter: GpuAdapterInfo;
       /** The most bytes one storage buffer may bind on it (absent where the adapter does not say). */
       readonly maxStorageBytes?: number;
+      /**
+       * Set (true) when the adapter is the CPU, not a GPU: Mesa's lavapipe (llvmpipe), SwiftShader,
+       * or an adapter WebGPU itself marks as a fallback. It computes exactly, and slowly.
+       */
+      readonly software?: true;
     }
   | { readonly ok: false; readonly reason: string };
 
 /** The part of `navigator.gpu` used here. */
 export interface GpuLike {
   requestAdapter(options?: { powerPreference?: 'high-performance' | 'low-power' }): Promise<{
-    info?: Partial<GpuAdapterInfo>;
+    info?: Partial<GpuAdapterInfo> & { isFallbackAdapter?: boolean };
     limits?: { maxStorageBufferBindingSize?: number; maxBufferSize?: number };
+    /** Older WebGPU implementations said it on the adapter, newer ones in its info. */
+    isFallbackAdapter?: boolean;
   } | null>;
 }
 
@@ -115,9 +122,14 @@ export async function webgpuAdapter(gpu: GpuLike | string): Promise<WebGpuStatus
   if (adapter === null) return { ok: false, reason: 'no WebGPU adapter answered (no GPU driver found)' };
   const info = adapter.info ?? {};
   const { maxStorageBufferBindingSize: binding, maxBufferSize: buffer } = adapter.limits ?? {};
+  const software = isSoftwareAdapter(
+    info,
+    info.isFallbackAdapter === true || adapter.isFallbackAdapter === true,
+  );
   return {
     ok: true,
     ...(binding !== undefined && buffer !== undefined ? { maxStorageBytes: Math.min(binding, buffer) } : {}),
+    ...(software ? { software: true as const } : {}),
     adapter: {
       vendor: info.vendor ?? '',
       architecture: info.architecture ?? '',
@@ -125,6 +137,20 @@ export async function webgpuAdapter(gpu: GpuLike | string): Promise<WebGpuStatus
       description: info.description ?? '',
     },
   };
+}
+
+/** The CPU implementations of Vulkan and WebGPU, by the names their adapters give. */
+const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|software rasteri[sz]er/i;
+
+/**
+ * Whether an adapter is the CPU: WebGPU's own signal (`isFallbackAdapter`), or an adapter that
+ * names a software implementation (lavapipe reports `llvmpipe (LLVM …)`, SwiftShader its name).
+ */
+export function isSoftwareAdapter(info: Partial<GpuAdapterInfo>, fallback = false): boolean {
+  if (fallback) return true;
+  return [info.vendor, info.architecture, info.device, info.description].some(
+    (text) => typeof text === 'string' && SOFTWARE_ADAPTER.test(text),
+  );
 }
 
 /** Installs WebGPU where it can be and asks for an adapter: what the start-up probe checks first. */

@@ -13,6 +13,7 @@ import {
   installWebGpu,
   VULKAN_LIBRARY_DIRS,
   vulkanSearchPath,
+  isSoftwareAdapter,
   webgpuAdapter,
 } from '../../calc/backends/webgpu-node';
 import { describeSimulationEngine } from '../../engine/calculations/simulation-engine';
@@ -186,4 +187,59 @@ test('with an adapter the probe times gpujs and keeps it when it is the fastest;
   expect(
     describeSimulationEngine({ backend: slow.backend, chosenBy: 'probe', probe: {}, chosenAt: null }),
   ).not.toHaveProperty('gpu_adapter');
+});
+
+/** What Mesa's lavapipe answers in Dawn (issue 42's measurement on this machine's kind). */
+const LLVMPIPE = {
+  vendor: 'mesa',
+  architecture: '',
+  device: 'llvmpipe (LLVM 15.0.6, 256 bits)',
+  description: 'mesa software (llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6))',
+};
+
+test('a software adapter (lavapipe, SwiftShader, or one WebGPU marks as a fallback) is known as such', async () => {
+  expect(await webgpuAdapter(fakeGpu({ info: LLVMPIPE }))).toEqual({
+    ok: true,
+    adapter: LLVMPIPE,
+    software: true,
+  });
+  const swiftshader = {
+    vendor: 'google',
+    architecture: 'swiftshader',
+    device: '',
+    description: 'SwiftShader Device',
+  };
+  expect(isSoftwareAdapter(swiftshader)).toBe(true);
+  // WebGPU's own signal, in the info (newer) or on the adapter (older).
+  expect(await webgpuAdapter(fakeGpu({ info: { vendor: 'x', isFallbackAdapter: true } }))).toMatchObject({
+    ok: true,
+    software: true,
+  });
+  expect(await webgpuAdapter(fakeGpu({ info: { vendor: 'x' }, isFallbackAdapter: true }))).toMatchObject({
+    software: true,
+  });
+  // A GPU is none of these.
+  expect(isSoftwareAdapter(H100)).toBe(false);
+  expect(await webgpuAdapter(fakeGpu({ info: H100 }))).not.toHaveProperty('software');
+});
+
+test('the probe never times or keeps a software adapter, and says which it skipped', async () => {
+  const created: string[] = [];
+  const { backend, timings } = await chooseBackend({
+    candidates: ['typed', 'wasm', 'gpujs'],
+    threads: 2,
+    clock: () => performance.now(),
+    webgpu: async () => ({ ok: true, adapter: LLVMPIPE, software: true }),
+    // Even a software adapter that would time fastest is not tried.
+    create: async (name) => {
+      created.push(name);
+      return standIn(name, name === 'gpujs' ? 0 : 20);
+    },
+  });
+  expect(created).toEqual(['typed', 'wasm']);
+  expect(backend.name).not.toBe('gpujs');
+  expect(timings.gpujs).toBe(
+    'skipped: software adapter (mesa (mesa software (llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6))))',
+  );
+  await backend.close();
 });
