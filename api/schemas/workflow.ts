@@ -175,7 +175,13 @@ export const workflowFields = {
           { additionalProperties: false },
         ),
         Type.Object(
-          { workflow_id: Type.String({ description: 'A handler workflow of the same workspace.' }) },
+          {
+            workflow_id: Type.String({
+              pattern: '^wrkf_[A-Za-z0-9]{25}$',
+              'x-rule': 'a workflow id (wrkf_ and 25 letters or digits)',
+              description: 'A handler workflow of the same workspace.',
+            }),
+          },
           { additionalProperties: false },
         ),
       ]),
