@@ -259,9 +259,18 @@ interface Kernels {
   loss: IKernelRunShortcut;
   g: IKernelRunShortcut;
   r: IKernelRunShortcut;
-  comp: IKernelRunShortcut;
+  /**
+   * One per weight set a chunk sums (ev; or the tails neg, pos and the VaR band): a pipelined
+   * kernel's output lives in one device buffer that its next launch overwrites, and each set's
+   * reduce reads its comp's buffer after the chunk has launched every set. Sharing one comp made a
+   * set's reduce read the next set's components on a real WebGPU queue (found on lavapipe, issue 42).
+   */
+  comp: IKernelRunShortcut[];
   reduce: IKernelRunShortcut;
 }
+
+/** The most weight sets a chunk sums at once: neg, pos and the VaR band in pass 2. */
+const MAX_SETS = 3;
 
 const withGenerator = new WeakSet<GPU>();
 
@@ -394,7 +403,7 @@ export function gpujsBackendOn(
         loss: make(LOSS_SOURCE, [rows], false),
         g: make(G_SOURCE, [lines, rows], true),
         r: make(R_SOURCE, [lines, rows], true),
-        comp: make(COMP_SOURCE, [k + 1, lines, segments], true),
+        comp: Array.from({ length: MAX_SETS }, () => make(COMP_SOURCE, [k + 1, lines, segments], true)),
         reduce: make(REDUCE_SOURCE, [k + 1, lines], false),
       };
       cache.set(key, kernels);
@@ -479,10 +488,10 @@ export function gpujsBackendOn(
       const g = await Promise.resolve(kernels.g(...args));
       const r = await Promise.resolve(kernels.r(...args));
       const reduced: Promise<Float32Array[]>[] = [];
-      for (const set of sets) {
+      for (const [s, set] of sets.entries()) {
         const w = new Float32Array(rows);
         for (let i = 0; i < count; i++) w[i] = set.weight(i) ? 1 : 0;
-        const c = await Promise.resolve(kernels.comp(g, r, f, w));
+        const c = await Promise.resolve(kernels.comp[s]!(g, r, f, w));
         reduced.push(Promise.resolve(kernels.reduce(c)) as Promise<Float32Array[]>);
       }
       for (const [s, set] of sets.entries()) {

@@ -19,6 +19,7 @@ import {
   SEGMENT,
 } from '../../calc/backends/gpujs';
 import { OPTION_FIELDS } from '../../calc/kernels/line-pricing';
+import { describeAdapter, detectWebGpu, vulkanSearchPath } from '../../calc/backends/webgpu-node';
 import { kernelNormal, kernelWord, WasmKernel } from '../../calc/kernels/wasm-kernel';
 import { dayNumber, formatDay } from '../../calc/market-data';
 import type { CalcSecurity } from '../../calc/calculation-request';
@@ -29,7 +30,24 @@ import { prepareStressTest } from '../../calc/stress-test';
 import { fxMarket } from './support/fx-market';
 import { bookScenario, normalsScenario, scenario, worstRelative } from './support/scenarios';
 
-const MODES: GpuMode[] = ['cpu', 'webasm'];
+/**
+ * With PAS_TEST_WEBGPU=lavapipe (set by gpujs-lavapipe.test.ts, which also points VK_ICD_FILENAMES
+ * and LD_LIBRARY_PATH at the project's lavapipe) this file runs again in webgpu mode, executing the
+ * WGSL on Mesa's Vulkan-on-the-CPU: the same checks against wasm, on a real (software) adapter.
+ */
+const ON_LAVAPIPE = process.env.PAS_TEST_WEBGPU === 'lavapipe';
+const MODES: GpuMode[] = ON_LAVAPIPE ? ['webgpu'] : ['cpu', 'webasm'];
+/** The mode of the tests below that run in one mode only (chunking, finish()). */
+const ONE_MODE: GpuMode = ON_LAVAPIPE ? 'webgpu' : 'webasm';
+
+if (ON_LAVAPIPE) {
+  beforeAll(async () => {
+    // Dawn's navigator.gpu on the lavapipe the environment points at; every gpu.js instance below uses it.
+    const status = await detectWebGpu(vulkanSearchPath(process.env.LD_LIBRARY_PATH));
+    if (!status.ok) throw new Error(`lavapipe did not answer: ${status.reason}`);
+    console.log(`webgpu adapter: ${describeAdapter(status.adapter)}`);
+  });
+}
 const SETS = ['ev', 'cvarNeg', 'cvarPos', 'var'] as const;
 
 describe.each(MODES)('generator in gpu.js %s mode', (mode) => {
@@ -156,6 +174,14 @@ describe.each(MODES)('gpujs kernels in gpu.js %s mode against wasm', (mode) => {
 
   test('names its mode and shape (what the health check shows)', () => {
     expect(gpu.name).toBe('gpujs');
+    if (mode === 'webgpu') {
+      // On lavapipe: the adapter named, and the warning that it is the CPU.
+      expect(gpu.detail).toMatch(
+        /^gpu\.js webgpu on mesa software \(llvmpipe.*software adapter \(the CPU\), not a GPU/,
+      );
+      expect(gpu.adapter?.description).toMatch(/llvmpipe/);
+      return;
+    }
     expect(gpu.detail).toBe(`gpu.js ${mode}, one thread per path, generator on the device`);
     expect(gpu.adapter).toBeUndefined();
   });
@@ -177,10 +203,10 @@ test('chunks: rows are whole segments within the memory given; many small chunks
   expect(chunkRows(1000, 3000, 128 * 2 ** 20)).toBe(1024);
   expect(chunkRows(10, 3000, 1)).toBe(SEGMENT);
   const [, s, o] = CASES[3]!;
-  const whole = await gpujsBackend({ mode: 'webasm' });
+  const whole = await gpujsBackend({ mode: ONE_MODE });
   const lines = s.lines!.primary.length;
   // One segment per chunk: 10 chunks in pass 1.
-  const chunked = await gpujsBackend({ mode: 'webasm', chunkBytes: SEGMENT * lines * 4 });
+  const chunked = await gpujsBackend({ mode: ONE_MODE, chunkBytes: SEGMENT * lines * 4 });
   try {
     const a = await whole.simulate(s, o);
     const b = await chunked.simulate(s, o);
@@ -210,7 +236,7 @@ test('through finish(): a stress test shocking an FX pair and a cvar attribution
   );
   const risk = prepareRiskAttribution({ ...common, risk_measure: 'cvar' }, fx.source, { paths: 4000 });
   if (risk.kind !== 'simulation') throw new Error('cvar simulates');
-  const gpu = await gpujsBackend({ mode: 'webasm' });
+  const gpu = await gpujsBackend({ mode: ONE_MODE });
   try {
     const ws = stress.finish(await wasm.simulate(stress.scenario, stress.simulation));
     const gs = stress.finish(await gpu.simulate(stress.scenario, stress.simulation));
@@ -235,40 +261,44 @@ test('through finish(): a stress test shocking an FX pair and a cvar attribution
   }
 });
 
-describe("webgpu: every kernel's WGSL compiles and validates (Dawn's Null adapter)", () => {
-  test('a book with options, FX, means and a pinned driver at k = 15 runs through every kernel in webgpu mode', async () => {
-    const dawn = (await import('webgpu')) as unknown as {
-      create(flags: string[]): unknown;
-      globals: Record<string, unknown>;
-    };
-    Object.assign(globalThis, dawn.globals);
-    Object.defineProperty(globalThis, 'navigator', {
-      value: { gpu: dawn.create(['backend=null']) },
-      configurable: true,
-    });
-    try {
-      expect(await GPU.isWebGPUAvailable()).toBe(true);
-      const gpu = new GPU({ mode: 'webgpu' });
-      const errors: unknown[] = [];
-      const warn = jest.spyOn(console, 'error').mockImplementation((...args) => void errors.push(args));
-      const backend = gpujsBackendOn(gpu, 'webgpu', undefined, 1 << 20);
+// On lavapipe the WGSL runs for real above; the Null adapter's check belongs to the ordinary run.
+(ON_LAVAPIPE ? describe.skip : describe)(
+  "webgpu: every kernel's WGSL compiles and validates (Dawn's Null adapter)",
+  () => {
+    test('a book with options, FX, means and a pinned driver at k = 15 runs through every kernel in webgpu mode', async () => {
+      const dawn = (await import('webgpu')) as unknown as {
+        create(flags: string[]): unknown;
+        globals: Record<string, unknown>;
+      };
+      Object.assign(globalThis, dawn.globals);
+      Object.defineProperty(globalThis, 'navigator', {
+        value: { gpu: dawn.create(['backend=null']) },
+        configurable: true,
+      });
       try {
-        const [, s, o] = CASES[4]!;
-        // The Null adapter computes nothing, so only that every shader builds and runs is checked.
-        await backend.simulate(s, { ...o, paths: 600 });
-        await drawOn(gpu, 'webgpu', o.seed, 64, 3);
-        const modes = (gpu as unknown as { kernels: { kernel?: object }[] }).kernels.map(
-          (k) => (k.kernel ?? k).constructor.name,
-        );
-        expect(modes.length).toBeGreaterThanOrEqual(8);
-        expect(new Set(modes)).toEqual(new Set(['WebGPUKernel']));
-        expect(errors).toEqual([]);
+        expect(await GPU.isWebGPUAvailable()).toBe(true);
+        const gpu = new GPU({ mode: 'webgpu' });
+        const errors: unknown[] = [];
+        const warn = jest.spyOn(console, 'error').mockImplementation((...args) => void errors.push(args));
+        const backend = gpujsBackendOn(gpu, 'webgpu', undefined, 1 << 20);
+        try {
+          const [, s, o] = CASES[4]!;
+          // The Null adapter computes nothing, so only that every shader builds and runs is checked.
+          await backend.simulate(s, { ...o, paths: 600 });
+          await drawOn(gpu, 'webgpu', o.seed, 64, 3);
+          const modes = (gpu as unknown as { kernels: { kernel?: object }[] }).kernels.map(
+            (k) => (k.kernel ?? k).constructor.name,
+          );
+          expect(modes.length).toBeGreaterThanOrEqual(8);
+          expect(new Set(modes)).toEqual(new Set(['WebGPUKernel']));
+          expect(errors).toEqual([]);
+        } finally {
+          warn.mockRestore();
+          await backend.close();
+        }
       } finally {
-        warn.mockRestore();
-        await backend.close();
+        delete (globalThis as { navigator?: unknown }).navigator;
       }
-    } finally {
-      delete (globalThis as { navigator?: unknown }).navigator;
-    }
-  });
-});
+    });
+  },
+);

@@ -192,9 +192,9 @@ test('with an adapter the probe times gpujs and keeps it when it is the fastest;
 /** What Mesa's lavapipe answers in Dawn (issue 42's measurement on this machine's kind). */
 const LLVMPIPE = {
   vendor: 'mesa',
-  architecture: '',
-  device: 'llvmpipe (LLVM 15.0.6, 256 bits)',
-  description: 'mesa software (llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6))',
+  architecture: 'software',
+  device: 'llvmpipe-llvm-15-0-6-256-bits-',
+  description: 'llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6) 0.0.1',
 };
 
 test('a software adapter (lavapipe, SwiftShader, or one WebGPU marks as a fallback) is known as such', async () => {
@@ -239,7 +239,7 @@ test('the probe never times or keeps a software adapter, and says which it skipp
   expect(created).toEqual(['typed', 'wasm']);
   expect(backend.name).not.toBe('gpujs');
   expect(timings.gpujs).toBe(
-    'skipped: software adapter (mesa (mesa software (llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6))))',
+    'skipped: software adapter (mesa software (llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6) 0.0.1))',
   );
   await backend.close();
 });

@@ -1,0 +1,61 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+/**
+ * The gpu.js kernels executed, not only validated: gpujs-kernels.test.ts runs again in webgpu mode
+ * on Mesa's lavapipe (Vulkan on the CPU, through LLVM), fetched into tools/lavapipe by
+ * engine/runtime/install-lavapipe.mjs (Debian bookworm-backports .debs, SHA-256 pinned, `dpkg -x`).
+ * Only that run's processes see it (VK_ICD_FILENAMES, LD_LIBRARY_PATH); nothing is installed into
+ * the system. Where lavapipe cannot be had (another OS or architecture) this fails with one line
+ * saying what is missing: it is never skipped on the Debian x86-64 machines the suite runs on.
+ */
+const ROOT = path.resolve(__dirname, '..', '..');
+
+test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every book, chunking and finish() match wasm', () => {
+  const installed = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'engine', 'runtime', 'install-lavapipe.mjs')],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 300_000,
+    },
+  );
+  if (installed.status !== 0)
+    throw new Error(installed.stderr.trim().split('\n').pop() ?? 'lavapipe could not be had');
+  const root = installed.stdout.trim().split('\n').pop()!;
+  const run = spawnSync(
+    process.execPath,
+    [
+      '--no-node-snapshot',
+      '--experimental-vm-modules',
+      '--disable-warning=ExperimentalWarning',
+      path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
+      '--config',
+      path.join(ROOT, 'test', 'calc', 'support', 'lavapipe-jest.config.js'),
+      'test/calc/gpujs-kernels.test.ts',
+    ],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: {
+        ...process.env,
+        PAS_TEST_WEBGPU: 'lavapipe',
+        VK_ICD_FILENAMES: path.join(root, 'usr', 'share', 'vulkan', 'icd.d', 'lvp_icd.json'),
+        LD_LIBRARY_PATH: path.join(root, 'usr', 'lib', 'x86_64-linux-gnu'),
+      },
+    },
+  );
+  const output = `${run.stdout}\n${run.stderr}`;
+  // The adapter is named in the output, and it is lavapipe's.
+  const adapter = /webgpu adapter: (.*)/.exec(output)?.[1];
+  console.log(`webgpu-mode kernel tests ran on: ${adapter ?? 'no adapter'}`);
+  expect({ status: run.status, tail: run.status === 0 ? '' : output.slice(-4000) }).toEqual({
+    status: 0,
+    tail: '',
+  });
+  expect(adapter).toMatch(/^mesa software \(llvmpipe: Mesa 25\./);
+  expect(output).toMatch(/Tests: +1 skipped, (\d+) passed/);
+  expect(output).not.toMatch(/\d+ failed/);
+}, 600_000);
