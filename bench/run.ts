@@ -4,6 +4,7 @@ import { runClusterBench } from './cluster.bench';
 import { runFileUploadBench } from './file-upload.bench';
 import { runGpuBench } from './gpu.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
+import { runOutboundBench } from './outbound.bench';
 import { runPythonStepBench } from './python-step.bench';
 import { runWorkflowBench } from './workflow.bench';
 
@@ -17,6 +18,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   cluster: (argv) => runClusterBench(argv),
   backup: (argv) => runBackupBench(argv),
   'python-step': (argv) => runPythonStepBench(argv),
+  outbound: (argv) => runOutboundBench(argv),
 };
 
 /**

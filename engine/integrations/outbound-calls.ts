@@ -27,6 +27,8 @@ import { checkMailMessage, MAIL_LIMITS, type MailAttachment, sendMail } from './
 
 /** The most outbound calls (HTTP requests and e-mails) one run may make, all its steps together. */
 export const RUN_CALLS_MAX = 1000;
+/** Calls a step reserves from its run's budget at once. */
+const SPEND_BLOCK = 10;
 
 /** What a worker process brings to every outbound call: the keys, the policy, the resolver. */
 export interface OutboundSettings {
@@ -53,7 +55,13 @@ export class StepOutbound {
   readonly redactor = new SecretRedactor();
   readonly logs: OutboundLogLine[] = [];
   private readonly secrets = new Map<string, Promise<string>>();
+  private readonly integrations = new Map<string, Promise<EntityRecord>>();
+  /** Call records being written; the step awaits them (settle) before it records its own end. */
+  private readonly writing = new Set<Promise<unknown>>();
+  private writeError: unknown = null;
   private trialCalls = 0;
+  /** Calls of the run's budget this step has reserved and not yet made. */
+  private reserved = 0;
 
   constructor(
     private readonly db: Database,
@@ -89,6 +97,40 @@ export class StepOutbound {
     return pending;
   }
 
+  /**
+   * An integration by id or name, read once per step (a step's calls go through the settings it
+   * started with); a failed lookup is not kept.
+   */
+  integration(reference: unknown): Promise<EntityRecord> {
+    const key = typeof reference === 'string' ? reference : '';
+    let pending = this.integrations.get(key);
+    if (!pending) {
+      pending = findNamedIntegration(this.db, this.actor.principal.accountId, reference);
+      pending.catch(() => this.integrations.delete(key));
+      this.integrations.set(key, pending);
+    }
+    return pending;
+  }
+
+  /**
+   * A call's audit record, written beside the call's answer going back to the script instead of
+   * before it (one round trip less per call); settle() waits for every one.
+   */
+  defer(write: Promise<unknown>): void {
+    const tracked = write.catch((error: unknown) => {
+      this.writeError ??= error;
+    });
+    this.writing.add(tracked);
+    void tracked.finally(() => this.writing.delete(tracked));
+  }
+
+  /** Waits for the call records still being written; throws the first that failed. */
+  async settle(): Promise<void> {
+    while (this.writing.size > 0) await Promise.all([...this.writing]);
+    await this.release();
+    if (this.writeError !== null) throw this.writeError;
+  }
+
   /** Text with every `{{secret:NAME}}` filled in from the step's secrets. */
   async fill(text: string, purpose: string): Promise<string> {
     const names = secretNamesIn(text);
@@ -98,18 +140,40 @@ export class StepOutbound {
     return text.replace(SECRET_PLACEHOLDER, (_, name: string) => values.get(name)!);
   }
 
-  /** Takes one call from the run's budget (one statement), or refuses the call. */
+  /**
+   * Takes one call from the run's budget, or refuses the call. The step reserves calls in blocks of
+   * SPEND_BLOCK (one statement, atomic across every step and worker of the run, so the run never
+   * passes RUN_CALLS_MAX), and settle() gives back what it did not use, so the run's row counts the
+   * calls made. A step whose process dies keeps its unused reservation: the run may then make a few
+   * calls fewer, never more.
+   */
   async spend(): Promise<void> {
     if (this.executionId === null) {
       this.trialCalls += 1;
       if (this.trialCalls > RUN_CALLS_MAX) throw tooMany();
       return;
     }
-    const taken = (await this.db('workflow_executions')
-      .where({ id: this.executionId })
-      .where('egress_calls', '<', RUN_CALLS_MAX)
-      .increment('egress_calls', 1)) as unknown as number;
-    if (taken === 0) throw tooMany();
+    if (this.reserved === 0) {
+      const granted = (await this.db.raw(
+        `UPDATE workflow_executions w SET egress_calls = w.egress_calls + g.n
+           FROM (SELECT id, LEAST(?::int, ?::int - egress_calls) AS n
+                   FROM workflow_executions WHERE id = ? FOR UPDATE) g
+          WHERE w.id = g.id AND g.n > 0
+         RETURNING g.n`,
+        [SPEND_BLOCK, RUN_CALLS_MAX, this.executionId],
+      )) as { rows: Array<{ n: number }> };
+      this.reserved = granted.rows[0]?.n ?? 0;
+      if (this.reserved === 0) throw tooMany();
+    }
+    this.reserved -= 1;
+  }
+
+  /** Gives the run back the calls this step reserved and did not make. */
+  private async release(): Promise<void> {
+    if (this.executionId === null || this.reserved === 0) return;
+    const unused = this.reserved;
+    this.reserved = 0;
+    await this.db('workflow_executions').where({ id: this.executionId }).decrement('egress_calls', unused);
   }
 
   log(level: OutboundLogLine['level'], message: string): void {
@@ -171,22 +235,24 @@ function outcomeOf(error: unknown): 'refused' | 'failed' {
   return error instanceof EgressRefused ? 'refused' : 'failed';
 }
 
-async function recordCall(
+function recordCall(
   step: StepOutbound,
   db: Database,
   integration: EntityRecord,
   activity: string,
   detail: Record<string, unknown>,
-): Promise<void> {
-  await recordAudit(db, step.actor, {
-    operation: 'EXECUTE',
-    activity: step.redactor.text(activity),
-    entityId: integration.id,
-    entityType: INTEGRATION.entityType,
-    entityName: integration.name,
-    workspace: step.workspace,
-    after: step.redactor.value(detail),
-  });
+): void {
+  step.defer(
+    recordAudit(db, step.actor, {
+      operation: 'EXECUTE',
+      activity: step.redactor.text(activity),
+      entityId: integration.id,
+      entityType: INTEGRATION.entityType,
+      entityName: integration.name,
+      workspace: step.workspace,
+      after: step.redactor.value(detail),
+    }),
+  );
 }
 
 const RESPONSE_FORMS = ['json', 'text', 'base64'] as const;
@@ -203,7 +269,7 @@ export async function requestThroughIntegration(
   reference: unknown,
   options: unknown,
 ): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
-  const integration = await findNamedIntegration(db, step.actor.principal.accountId, reference);
+  const integration = await step.integration(reference);
   integrationOfType(integration, 'HTTP', 'sdk.request');
   const settings = httpSettings(integration.body);
   if (options !== undefined && options !== null && !isPlainObject(options)) {
@@ -282,7 +348,7 @@ export async function requestThroughIntegration(
       'info',
       `[http] ${method} ${final.origin}${final.pathname} → ${answer.status}, ${answer.bytes} bytes, ${ms} ms (integration ${integration.name})`,
     );
-    await recordCall(step, db, integration, `${method} ${final.host}${final.pathname} → ${answer.status}`, {
+    recordCall(step, db, integration, `${method} ${final.host}${final.pathname} → ${answer.status}`, {
       method,
       host: final.host,
       path: final.pathname,
@@ -304,7 +370,7 @@ export async function requestThroughIntegration(
     egressDuration.observe({ kind: 'http', outcome }, ms / 1000);
     const where = url ? `${url.origin}${url.pathname}` : `integration ${integration.name}`;
     step.log('warn', `[http] ${method} ${where} ${outcome}: ${error.message}`);
-    await recordCall(
+    recordCall(
       step,
       db,
       integration,
@@ -408,7 +474,7 @@ export async function sendEmailThroughIntegration(
   reference: unknown,
   options: unknown,
 ): Promise<{ message_id: string; accepted: string[]; rejected: string[] }> {
-  const integration = await findNamedIntegration(db, step.actor.principal.accountId, reference);
+  const integration = await step.integration(reference);
   integrationOfType(integration, 'SMTP', 'sdk.sendEmail');
   const settings = smtpSettings(integration.body);
   if (!isPlainObject(options)) {
@@ -446,7 +512,7 @@ export async function sendEmailThroughIntegration(
       'info',
       `[smtp] message to ${recipients} recipient(s) through ${where}: accepted ${sent.accepted.length}, refused ${sent.rejected.length}, ${ms} ms (integration ${integration.name})`,
     );
-    await recordCall(step, db, integration, `Sent e-mail through ${where}`, {
+    recordCall(step, db, integration, `Sent e-mail through ${where}`, {
       method: 'SMTP',
       host: where,
       recipients,
@@ -463,7 +529,7 @@ export async function sendEmailThroughIntegration(
     egressRequests.inc({ kind: 'smtp', outcome });
     egressDuration.observe({ kind: 'smtp', outcome }, ms / 1000);
     step.log('warn', `[smtp] message through ${where} ${outcome}: ${error.message}`);
-    await recordCall(step, db, integration, `E-mail through ${where} ${outcome}`, {
+    recordCall(step, db, integration, `E-mail through ${where} ${outcome}`, {
       method: 'SMTP',
       host: where,
       recipients,

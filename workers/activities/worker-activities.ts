@@ -546,6 +546,8 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       if (!outcome.ok && outcome.error.kind === 'cancelled') {
         throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
+      // The step's call records are written before its own end is.
+      await step.settle();
       outcome = withoutSecrets(step, { ...outcome, logs: journal.withLogs([...outcome.logs, ...step.logs]) });
       const runtime = program.python ? 'python' : 'javascript';
       stepDuration.observe(
@@ -658,6 +660,7 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       } finally {
         clearInterval(beat);
       }
+      await step.settle();
       outcome = withoutSecrets(step, {
         ...outcome,
         logs: [...outcome.logs, ...step.logs].sort((a, b) => a.at - b.at),
