@@ -30,9 +30,9 @@ import { SdkJournal } from '../workers/activities/sdk-journal';
  * Both are measured at the worker's host bridge, as a script's call arrives there (the sandbox's own
  * hop is the same for every SDK call and is in the workflow bench). `sdk.request` does what a step
  * does: find the integration (SQL, once per step), fill its header from a secret (read once per
- * step), take one call from the run's budget (SQL), send under the egress policy, and write the
- * journal row (SQL) while the EXECUTE audit record is written beside the answer (the step waits for
- * it before recording its end).
+ * step), take one call from the run's budget (SQL, ten reserved at a time), send under the egress
+ * policy, and write the journal row and the EXECUTE audit record beside the answer (the step waits
+ * for both before recording its end).
  *
  * Baselines, in the same process, to the same server:
  * - bare, new connection: `https.request` with a fresh agent per call, TLS to the same CA, which is
@@ -176,6 +176,7 @@ export async function runOutboundBench(argv: readonly string[]): Promise<void> {
     });
     // The call records written beside the answers are all in before the figures are printed.
     await step.settle();
+    await journal.settle();
     const firstSecret = performance.now();
     await bridge.secret!('TOKEN');
     const firstMs = performance.now() - firstSecret;

@@ -494,6 +494,32 @@ describe('SDK bridge: files, calculations and the journal', () => {
       return begun.row!.id;
     }
 
+    test('an external call (a request, an e-mail) is answered at once, its row written beside it; a retry answers from the row', async () => {
+      const id = await workerExecution();
+      const journal = await SdkJournal.open(h.db, id);
+      let sent = 0;
+      const send = async () => ({ status: 200, body: { n: ++sent } });
+      expect(await journal.call('request', ['Vendor', { path: 'x' }], 'external', send)).toEqual({
+        status: 200,
+        body: { n: 1 },
+      });
+      await journal.settle();
+      expect(await h.db('sdk_calls').where({ worker_execution_id: id }).select('seq', 'name')).toEqual([
+        { seq: 0, name: 'request' },
+      ]);
+      // A retried attempt of the step: the call is answered from its row, not sent again.
+      const retried = await SdkJournal.open(h.db, id);
+      expect(await retried.call('request', ['Vendor', { path: 'x' }], 'external', send)).toEqual({
+        status: 200,
+        body: { n: 1 },
+      });
+      expect(sent).toBe(1);
+      // A secret is never written to the journal.
+      await retried.call('secret', ['TOKEN'], 'unrecorded', async () => 'the value');
+      await retried.settle();
+      expect(await h.db('sdk_calls').where({ worker_execution_id: id }).select('seq')).toEqual([{ seq: 0 }]);
+    });
+
     const countPortfolios = async (name: string) =>
       Number(
         (

@@ -313,7 +313,7 @@ export const SDK_FUNCTIONS: Readonly<Record<string, SdkFunction>> = Object.freez
 export function callMode(name: string): CallMode {
   if (name === 'secret') return 'unrecorded';
   // Sent outside the database: journaled once answered, so a retried attempt does not send it again.
-  if (name === 'request' || name === 'sendEmail') return 'read';
+  if (name === 'request' || name === 'sendEmail') return 'external';
   return /^(retrieve|list|read)[A-Z]/.test(name) ? 'read' : 'write';
 }
 

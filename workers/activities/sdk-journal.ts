@@ -39,9 +39,11 @@ export const READ_RESULT_STORE_MAX = 1024 * 1024;
 /**
  * A call acts on data (`write`, journaled in its transaction), only looks or acts outside the
  * database (`read`: journaled just after, so a retry answers it instead of sending it again), or
- * must never be stored (`unrecorded`: a secret's value; a retry reads it again).
+ * must never be stored (`unrecorded`: a secret's value; a retry reads it again). `external` (an
+ * HTTP request, an e-mail) is journaled like a read, its row written beside the answer going back
+ * to the script rather than before it; settle() waits for those rows before the step ends.
  */
-export type CallMode = 'read' | 'write' | 'unrecorded';
+export type CallMode = 'read' | 'write' | 'unrecorded' | 'external';
 
 interface JournalRow {
   seq: number;
@@ -85,6 +87,15 @@ export class SdkJournal {
    * lives until the step ends, and no secret may be stored in the clear even that long.
    */
   redact: (value: unknown) => unknown = (value) => value;
+  /** Rows of external calls still being written. */
+  private readonly writing = new Set<Promise<void>>();
+  private writeError: unknown = null;
+
+  /** Waits for the rows still being written (before the step records its end); throws the first failure. */
+  async settle(): Promise<void> {
+    while (this.writing.size > 0) await Promise.all([...this.writing]);
+    if (this.writeError !== null) throw this.writeError;
+  }
 
   private constructor(
     private readonly db: Database,
@@ -195,7 +206,7 @@ export class SdkJournal {
       error: error === null ? null : JSON.stringify(this.redact(error)),
       replayable,
     });
-    if (mode === 'read') {
+    if (mode === 'read' || mode === 'external') {
       let result: unknown;
       try {
         result = await live(this.db);
@@ -207,7 +218,16 @@ export class SdkJournal {
       }
       if (!rowExists) {
         const replayable = Buffer.byteLength(jsonText(result), 'utf8') <= READ_RESULT_STORE_MAX;
-        await this.insert(this.db, row(result, null, replayable));
+        const written = this.insert(this.db, row(result, null, replayable));
+        if (mode === 'read') await written;
+        else {
+          // The answer goes back now; the row follows, and the step waits for it before its end.
+          const tracked = written.catch((error: unknown) => {
+            this.writeError ??= error;
+          });
+          this.writing.add(tracked);
+          void tracked.finally(() => this.writing.delete(tracked));
+        }
       }
       return result;
     }

@@ -546,8 +546,9 @@ export function createWorkerActivities(db: Database, options: WorkerActivityOpti
       if (!outcome.ok && outcome.error.kind === 'cancelled') {
         throw new CancelledFailure('The step was cancelled: its run stopped it.');
       }
-      // The step's call records are written before its own end is.
+      // The step's call records and journal rows are written before its own end is.
       await step.settle();
+      await journal.settle();
       outcome = withoutSecrets(step, { ...outcome, logs: journal.withLogs([...outcome.logs, ...step.logs]) });
       const runtime = program.python ? 'python' : 'javascript';
       stepDuration.observe(
