@@ -7,12 +7,15 @@
  * and on a GPU checks the device's generator against the wasm kernel's, word for word.
  *
  *   npm run bench -- gpu                 # in a checkout
+ *   npm run bench -- gpu --software      # on Mesa's lavapipe (fetched into tools/lavapipe): answers, not speed
  *   node bench/gpu-bundle.mjs            # packs it for a GPU machine with no install (bench/out/gpu-check)
  *
  * Without an adapter gpu.js runs its webasm mode: then only M runs on gpujs (L would take minutes and
  * shows nothing about a GPU), and the output says so.
  */
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { SimulationBackend } from '../calc/backends/backend';
 import { createBackend } from '../calc/backends/choose';
@@ -78,7 +81,44 @@ async function checkGenerator(): Promise<string> {
   return `${same === draws ? 'identical' : 'DIFFERENT'} words for ${same} of ${draws} draws; normals at most ${worst.toExponential(1)} apart`;
 }
 
+/**
+ * `--software`: the same check on Mesa's lavapipe (Vulkan on the CPU), fetched into tools/lavapipe
+ * as the tests fetch it. The Vulkan loader reads VK_ICD_FILENAMES and LD_LIBRARY_PATH when a process
+ * starts, so the check runs again in a process of its own with them set (M only unless --size says
+ * otherwise: lavapipe takes seconds a call).
+ */
+function runOnSoftwareAdapter(argv: readonly string[]): void {
+  const root = path.resolve(__dirname, '..');
+  const installed = spawnSync(
+    process.execPath,
+    [path.join(root, 'engine', 'runtime', 'install-lavapipe.mjs')],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
+  if (installed.status !== 0) throw new Error(installed.stderr.trim() || 'lavapipe could not be had');
+  const lavapipe = installed.stdout.trim().split('\n').pop()!;
+  const rest = argv.filter((arg) => arg !== '--software' && arg !== 'gpu');
+  if (!rest.some((arg) => arg.startsWith('--size='))) rest.push('--size=M');
+  const run = spawnSync(process.execPath, ['--no-node-snapshot', '--import', 'tsx', __filename, ...rest], {
+    cwd: root,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      PAS_GPU_CHECK_SOFTWARE: '1',
+      VK_ICD_FILENAMES: path.join(lavapipe, 'usr', 'share', 'vulkan', 'icd.d', 'lvp_icd.json'),
+      LD_LIBRARY_PATH: path.join(lavapipe, 'usr', 'lib', 'x86_64-linux-gnu'),
+    },
+  });
+  if (run.status !== 0) throw new Error(`the GPU check on lavapipe failed (exit ${run.status})`);
+}
+
 export async function runGpuBench(argv: readonly string[] = []): Promise<void> {
+  if (argv.includes('--software') && process.env.PAS_GPU_CHECK_SOFTWARE !== '1') {
+    runOnSoftwareAdapter(argv);
+    return;
+  }
   const flag = (name: string) => argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
   const sizes = SIZES.filter((s) => s.label !== 'MX').filter((s) =>
     (flag('size')?.split(',') ?? [s.label]).includes(s.label),
@@ -91,6 +131,12 @@ export async function runGpuBench(argv: readonly string[] = []): Promise<void> {
       `CPU: ${os.cpus()[0]?.model ?? 'unknown'}, ${threads} cores\n` +
       `WebGPU adapter: ${status.ok ? `${describeAdapter(status.adapter)} ${JSON.stringify(status.adapter)}` : `none (${status.reason})`}`,
   );
+  if (status.ok && status.software) {
+    console.log(
+      'A SOFTWARE adapter (the CPU through Vulkan, not a GPU): the answers and the generator check below are\n' +
+        "meaningful; the speed is not, and says nothing about a GPU (lavapipe runs WGSL on the CPU's cores).",
+    );
+  }
   const wasm = await createBackend('wasm', { threads });
   const gpu = await createBackend('gpujs', { threads, vulkanDirs });
   const onGpu = gpu.detail.startsWith('gpu.js webgpu');
