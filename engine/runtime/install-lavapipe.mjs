@@ -88,9 +88,11 @@ export async function ensureLavapipe(root = LAVAPIPE_ROOT) {
   if (existsSync(done)) return root;
   const why = unavailableReason();
   if (why) throw new Error(why);
-  const staging = `${root}.partial-${process.pid}`;
-  await rm(staging, { recursive: true, force: true });
-  await mkdir(staging, { recursive: true });
+  // A folder without its installed.json was left by an interrupted install of an older version.
+  if (existsSync(root)) await rm(root, { recursive: true, force: true });
+  // A staging folder of its own: two tests may install at once, and the first complete one wins.
+  await mkdir(path.dirname(root), { recursive: true });
+  const staging = await mkdtemp(`${root}.partial-`);
   const downloads = await mkdtemp(path.join(os.tmpdir(), 'pas-lavapipe-'));
   try {
     for (const deb of LAVAPIPE_DEBS) {
@@ -124,9 +126,13 @@ export async function ensureLavapipe(root = LAVAPIPE_ROOT) {
       path.join(staging, 'installed.json'),
       `${JSON.stringify({ debs: LAVAPIPE_DEBS.map((d) => `${d.name}=${d.version}`) }, null, 2)}\n`,
     );
-    await rm(root, { recursive: true, force: true });
     await mkdir(path.dirname(root), { recursive: true });
-    await rename(staging, root);
+    try {
+      await rename(staging, root);
+    } catch (error) {
+      // Another process (a test beside this one) installed it first: theirs is complete; use it.
+      if (!existsSync(done)) throw error;
+    }
     // The ICD file was written with the final path already.
     return root;
   } finally {
