@@ -67,6 +67,11 @@ export interface SimulationOptions {
   readonly varBand?: boolean;
   /** Sees every array the simulation allocates (the memory test counts them). */
   readonly onAllocate?: (what: string, elements: number) => void;
+  /**
+   * Sees each chunk a chunked backend (gpujs) launches: the pass (1: every path, 2: the tail paths),
+   * the paths it holds and the rows launched. The tests check that chunking really chunks.
+   */
+  readonly onChunk?: (pass: 1 | 2, count: number, rows: number) => void;
 }
 
 export interface PathSetResult {

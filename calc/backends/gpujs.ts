@@ -285,9 +285,9 @@ function installGenerator(gpu: GPU, mode: GpuMode): void {
 }
 
 /**
- * The generator alone, for tests and the GPU check: for paths 0..paths−1 (below 2^24) at dimension
- * `dim` (−1: the regime uniform's), the drawn 24-bit codes (the word's top 24 bits) and the normals,
- * computed by a kernel in the instance's mode.
+ * The generator alone, for tests and the GPU check: for paths first..first+paths−1 (ids are u32,
+ * passed as two 16-bit halves) at dimension `dim` (−1: the regime uniform's), the drawn 24-bit codes
+ * (the word's top 24 bits) and the normals, computed by a kernel in the instance's mode.
  */
 export async function drawOn(
   gpu: GPU,
@@ -295,12 +295,16 @@ export async function drawOn(
   seed: Seed,
   paths: number,
   dim: number,
+  first = 0,
 ): Promise<{ codes: Float32Array; normals: Float32Array }> {
   installGenerator(gpu, mode);
   const [seedA, seedB] = seedKeys(seed);
   const params = Float32Array.from([seedA >>> 16, seedA & 0xffff, seedB >>> 16, seedB & 0xffff, dim]);
   const ids = new Float32Array(2 * paths);
-  for (let p = 0; p < paths; p++) [ids[2 * p], ids[2 * p + 1]] = [p >>> 16, p & 0xffff];
+  for (let i = 0; i < paths; i++) {
+    const p = (first + i) >>> 0;
+    [ids[2 * i], ids[2 * i + 1]] = [p >>> 16, p & 0xffff];
+  }
   const settings = { output: [paths], tactic: 'precision' as const };
   const codes = gpu.createKernel(
     `function (ids, params) { const i = this.thread.x;${PATH}
@@ -417,6 +421,7 @@ export function gpujsBackendOn(
     // A book of base-currency cash only has no driver to draw: its P&L is 0 everywhere.
     if (scenario.exposure.length === 0) return simulateTyped(scenario, options);
     const note = options.onAllocate ?? (() => {});
+    const chunked = options.onChunk ?? (() => {});
     const { k, regimes, pinned } = scenario;
     const drivers = scenario.exposure.length;
     const lineTables = kernelLines(scenario);
@@ -510,6 +515,7 @@ export function gpujsBackendOn(
     const pass1 = kernelsFor(k, drivers, lines, regimes.length, rows);
     for (let first = 0; first < paths; first += rows) {
       const count = Math.min(rows, paths - first);
+      chunked(1, count, pass1.rows);
       const l = (await runChunk(pass1, (i) => first + i, count, [{ weight: () => true, sums: ev }], true))!;
       for (let i = 0; i < count; i++) loss[first + i] = l[i]!;
     }
@@ -526,6 +532,7 @@ export function gpujsBackendOn(
     const pass2 = kernelsFor(k, drivers, lines, regimes.length, chunkRows(tailIds.length, lines, chunkBytes));
     for (let first = 0; first < tailIds.length; first += pass2.rows) {
       const count = Math.min(pass2.rows, tailIds.length - first);
+      chunked(2, count, pass2.rows);
       const has = (bit: number) => (i: number) => (masks[first + i]! & bit) !== 0;
       const targets = [
         { weight: has(1), sums: neg },

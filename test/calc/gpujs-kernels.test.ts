@@ -82,6 +82,20 @@ describe.each(MODES)('generator in gpu.js %s mode', (mode) => {
     },
   );
 
+  test.each([
+    [65_000, 4],
+    [2 ** 31 - 1000, 9],
+    [2 ** 32 - 2048, 3000],
+  ])(
+    'path ids from %i (across 2^16, 2^31 and up to 2^32 − 1), dimension %i: the wasm kernel words bit for bit',
+    async (first, dim) => {
+      const seed = seedFromNumber(first);
+      const paths = 2048;
+      const { codes } = await drawOn(gpu, mode, seed, paths, dim, first);
+      for (let i = 0; i < paths; i++) expect(codes[i]).toBe(kernelWord(seed, (first + i) >>> 0, dim) >>> 8);
+    },
+  );
+
   test('the normals are the ones the wasm kernel itself draws (a one-factor book: L = expm1(0.01·z))', async () => {
     const seed = seedFromNumber(4);
     const scale = 0.01;
@@ -198,23 +212,90 @@ describe.each(MODES)('gpujs kernels in gpu.js %s mode against wasm', (mode) => {
   });
 });
 
-test('chunks: rows are whole segments within the memory given; many small chunks give the same figures', async () => {
-  expect(chunkRows(100_000, 3000, 128 * 2 ** 20)).toBe(11008);
-  expect(chunkRows(1000, 3000, 128 * 2 ** 20)).toBe(1024);
-  expect(chunkRows(10, 3000, 1)).toBe(SEGMENT);
-  const [, s, o] = CASES[3]!;
-  const whole = await gpujsBackend({ mode: ONE_MODE });
-  const lines = s.lines!.primary.length;
-  // One segment per chunk: 10 chunks in pass 1.
-  const chunked = await gpujsBackend({ mode: ONE_MODE, chunkBytes: SEGMENT * lines * 4 });
-  try {
-    const a = await whole.simulate(s, o);
-    const b = await chunked.simulate(s, o);
-    expectWithinTolerance(b, a, s);
-  } finally {
-    await whole.close();
-    await chunked.close();
-  }
+describe(`chunking and reuse in gpu.js ${ONE_MODE} mode`, () => {
+  test('chunk rows: whole segments within the memory given, at most a power of two of segments', () => {
+    expect(chunkRows(100_000, 3000, 128 * 2 ** 20)).toBe(11008);
+    expect(chunkRows(1000, 3000, 128 * 2 ** 20)).toBe(1024);
+    expect(chunkRows(10, 3000, 1)).toBe(SEGMENT);
+  });
+
+  test('pass 1 in ten chunks and pass 2 on the tail paths in chunks of its own give the figures of one chunk and of wasm', async () => {
+    // Wide tails (20 %: 2 × 500 tail paths of 2500, and the VaR band) so that pass 2 chunks too.
+    const [, s, base] = CASES[3]!;
+    const o: SimulationOptions = { ...base, tail: 0.2 };
+    const lines = s.lines!.primary.length;
+    const whole = await gpujsBackend({ mode: ONE_MODE });
+    // One segment per chunk.
+    const chunked = await gpujsBackend({ mode: ONE_MODE, chunkBytes: SEGMENT * lines * 4 });
+    try {
+      const launched: { pass: 1 | 2; count: number; rows: number }[] = [];
+      const b = await chunked.simulate(s, {
+        ...o,
+        onChunk: (pass, count, rows) => launched.push({ pass, count, rows }),
+      });
+      const pass1 = launched.filter((c) => c.pass === 1);
+      const pass2 = launched.filter((c) => c.pass === 2);
+      expect(pass1.map((c) => c.rows)).toEqual(Array(Math.ceil(o.paths / SEGMENT)).fill(SEGMENT));
+      expect(pass1.reduce((n, c) => n + c.count, 0)).toBe(o.paths);
+      // Pass 2 draws the tail paths again by id: both tails (disjoint at 20 %), the band's within.
+      const m = Math.ceil(o.tail * o.paths);
+      const tailPaths = pass2.reduce((n, c) => n + c.count, 0);
+      expect(tailPaths).toBeGreaterThanOrEqual(2 * m);
+      expect(tailPaths).toBeLessThanOrEqual(2 * m + b.var!.count);
+      expect(pass2.length).toBe(Math.ceil(tailPaths / SEGMENT));
+      expect(pass2.length).toBeGreaterThanOrEqual(3);
+      expectWithinTolerance(b, await whole.simulate(s, o), s);
+      expectWithinTolerance(b, await wasm.simulate(s, o), s);
+    } finally {
+      await whole.close();
+      await chunked.close();
+    }
+  });
+
+  test('70,000 paths: ids past 2^16 in pass 1 and among the tail paths of pass 2 match wasm', async () => {
+    const [, s, base] = CASES[0]!;
+    const o: SimulationOptions = { ...base, paths: 70_000 };
+    const gpu = await gpujsBackend({ mode: ONE_MODE });
+    try {
+      const launched: number[] = [];
+      const actual = await gpu.simulate(s, {
+        ...o,
+        onChunk: (pass, count) => pass === 2 && launched.push(count),
+      });
+      expect(launched.reduce((n, c) => n + c, 0)).toBeGreaterThanOrEqual(2 * Math.ceil(o.tail * o.paths));
+      expectWithinTolerance(actual, await wasm.simulate(s, o), s);
+    } finally {
+      await gpu.close();
+    }
+  });
+
+  test('one backend across calls of different shapes (k, lines, paths) answers each bit for bit as a fresh one', async () => {
+    // Each shape compiles its own kernels and buffers; coming back to a shape reuses them. A buffer
+    // or pipeline left over from another shape would change the bits.
+    const order = [0, 4, 2, 0, 1, 4, 0];
+    const shapes = order.map((i) => CASES[i]!);
+    shapes[3] = [shapes[3]![0], shapes[3]![1], { ...shapes[3]![2], paths: 700 }];
+    const reused = await gpujsBackend({ mode: ONE_MODE });
+    const answers: SimulationResult[] = [];
+    try {
+      for (const [, s, o] of shapes) answers.push(await reused.simulate(s, o));
+    } finally {
+      await reused.close();
+    }
+    // Each of the first five shapes (all different) as a fresh backend answers it.
+    for (const [j, [, s, o]] of shapes.slice(0, 5).entries()) {
+      const fresh = await gpujsBackend({ mode: ONE_MODE });
+      try {
+        expectBitwise(answers[j]!, await fresh.simulate(s, o));
+      } finally {
+        await fresh.close();
+      }
+      if (j !== 3) expectWithinTolerance(answers[j]!, expected.get(order[j]!)!, s);
+    }
+    // A shape met again, after others, gives its first bits again.
+    expectBitwise(answers[5]!, answers[1]!);
+    expectBitwise(answers[6]!, answers[0]!);
+  });
 });
 
 test('through finish(): a stress test shocking an FX pair and a cvar attribution with options match wasm', async () => {

@@ -6,12 +6,14 @@ import path from 'node:path';
  * on Mesa's lavapipe (Vulkan on the CPU, through LLVM), fetched into tools/lavapipe by
  * engine/runtime/install-lavapipe.mjs (Debian bookworm-backports .debs, SHA-256 pinned, `dpkg -x`).
  * Only that run's processes see it (VK_ICD_FILENAMES, LD_LIBRARY_PATH); nothing is installed into
- * the system. Where lavapipe cannot be had (another OS or architecture) this fails with one line
+ * the system. gpujs-api.test.ts runs with them: a stress test and a cvar through the HTTP API with
+ * CALC_BACKEND=gpujs on lavapipe, on this run's PostgreSQL (TEST_DATABASE_ADMIN_URL, inherited).
+ * Where lavapipe cannot be had (another OS or architecture) this fails with one line
  * saying what is missing: it is never skipped on the Debian x86-64 machines the suite runs on.
  */
 const ROOT = path.resolve(__dirname, '..', '..');
 
-test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every book, chunking and finish() match wasm', () => {
+test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every book, chunking, reuse, finish() and the HTTP API match wasm', () => {
   const installed = spawnSync(
     process.execPath,
     [path.join(ROOT, 'engine', 'runtime', 'install-lavapipe.mjs')],
@@ -33,7 +35,9 @@ test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every b
       path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
       '--config',
       path.join(ROOT, 'test', 'calc', 'support', 'lavapipe-jest.config.js'),
+      '--runInBand',
       'test/calc/gpujs-kernels.test.ts',
+      'test/calc/gpujs-api.test.ts',
     ],
     {
       cwd: ROOT,
@@ -57,5 +61,7 @@ test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every b
   });
   expect(adapter).toMatch(/^mesa software \(llvmpipe: Mesa 25\./);
   expect(output).toMatch(/Tests: +1 skipped, (\d+) passed/);
+  expect(output).toMatch(/gpujs through the API on: gpu\.js webgpu on mesa software \(llvmpipe/);
+  expect(output).toMatch(/Test Suites: +2 passed, 2 total/);
   expect(output).not.toMatch(/\d+ failed/);
 }, 600_000);
