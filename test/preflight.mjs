@@ -16,6 +16,7 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findGo, GO_TOOLCHAIN, MINIMUM_GO } from '../engine/runtime/install-go.mjs';
+import { LAVAPIPE_DEBS, LAVAPIPE_ROOT, unavailableReason } from '../engine/runtime/install-lavapipe.mjs';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -38,6 +39,32 @@ export function onPath(name, env = process.env) {
 }
 
 const pathOrFile = (name, file) => (env) => onPath(name, env) !== null || executable(file);
+
+/**
+ * A library of Debian 12's that lavapipe (fetched into tools/lavapipe by the webgpu-mode tests, with
+ * the newer Mesa and DRM libraries it needs) links from the system: `ldd` of its driver, mapped to
+ * packages with `dpkg -S`. Most Debian 12 images with any graphics library have them.
+ */
+const LAVAPIPE_LIBRARIES = [
+  ['libllvm15', 'libLLVM-15.so.1'],
+  ['libxcb1', 'libxcb.so.1'],
+  ['libxcb-dri3-0', 'libxcb-dri3.so.0'],
+  ['libxcb-present0', 'libxcb-present.so.0'],
+  ['libxcb-randr0', 'libxcb-randr.so.0'],
+  ['libxcb-shm0', 'libxcb-shm.so.0'],
+  ['libxcb-sync1', 'libxcb-sync.so.1'],
+  ['libxcb-xfixes0', 'libxcb-xfixes.so.0'],
+  ['libx11-xcb1', 'libX11-xcb.so.1'],
+  ['libxshmfence1', 'libxshmfence.so.1'],
+  ['libwayland-client0', 'libwayland-client.so.0'],
+  ['libzstd1', 'libzstd.so.1'],
+].map(([apt, soname]) => ({
+  name: soname,
+  where: `/usr/lib/x86_64-linux-gnu/${soname}`,
+  found: () => existsSync(`/usr/lib/x86_64-linux-gnu/${soname}`),
+  apt,
+  why: 'lavapipe, the software Vulkan the webgpu-mode kernel tests run on (test/calc/gpujs-lavapipe.test.ts)',
+}));
 
 /**
  * Each program the suite runs: how the suite finds it (so this step looks where the tests look), the
@@ -138,6 +165,14 @@ export const REQUIREMENTS = [
     apt: 'procps',
     why: 'the embedded PostgreSQL tests look for leftover processes',
   },
+  {
+    name: 'dpkg-deb',
+    where: 'PATH',
+    found: (env) => onPath('dpkg-deb', env) !== null,
+    apt: 'dpkg',
+    why: "unpacking lavapipe's .debs into tools/lavapipe (test/calc/gpujs-lavapipe.test.ts)",
+  },
+  ...LAVAPIPE_LIBRARIES,
 ];
 
 /**
@@ -172,6 +207,12 @@ export function settingProblems(projectRoot = PROJECT_ROOT, uid = process.getuid
     // Not Linux, or no such setting: the bwrap check speaks for itself.
   }
   return problems;
+}
+
+/** Why lavapipe's .debs (Linux x86-64 only) cannot serve this machine, or null. */
+export function lavapipeUnavailable(platform = process.platform, arch = process.arch) {
+  if (platform !== 'linux' || arch !== 'x64') return unavailableReason(platform, arch);
+  return null;
 }
 
 /** Whether a Debian package is installed (dpkg's own record), or null where there is no dpkg. */
@@ -255,6 +296,8 @@ export function main(env = process.env) {
   }
   let { missing, misplaced, packages } = plan(REQUIREMENTS, env);
   const settings = settingProblems();
+  const noLavapipe = lavapipeUnavailable();
+  if (noLavapipe) settings.push(`lavapipe cannot be had here: ${noLavapipe}`);
 
   for (const requirement of misplaced) {
     say(
@@ -301,7 +344,11 @@ export function main(env = process.env) {
     say(`stopped in ${elapsed()}: the suite needs the programs above (${mode.reason}; docs/testing.md)`);
     return 1;
   }
-  say(`${REQUIREMENTS.length} requirements present; ${goLine} (${elapsed()})`);
+  const [mesa] = LAVAPIPE_DEBS;
+  const lavapipeLine = existsSync(path.join(LAVAPIPE_ROOT, 'installed.json'))
+    ? `lavapipe ${mesa.version} (${path.relative(PROJECT_ROOT, LAVAPIPE_ROOT)})`
+    : `no lavapipe yet: the webgpu-mode tests fetch ${mesa.name} ${mesa.version} from deb.debian.org into ${path.relative(PROJECT_ROOT, LAVAPIPE_ROOT)}`;
+  say(`${REQUIREMENTS.length} requirements present; ${goLine}; ${lavapipeLine} (${elapsed()})`);
   return 0;
 }
 

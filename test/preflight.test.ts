@@ -22,7 +22,17 @@ const ROOT = path.resolve(__dirname, '..');
 const SCRIPT = path.join(ROOT, 'test', 'preflight.mjs');
 
 /** The programs the step looks up on PATH (the others it finds at their absolute Debian paths). */
-const LOOKED_UP_ON_PATH = ['podman', 'runc', 'catatonit', 'netavark', 'iptables', 'debootstrap', 'ps', 'go'];
+const LOOKED_UP_ON_PATH = [
+  'podman',
+  'runc',
+  'catatonit',
+  'netavark',
+  'iptables',
+  'debootstrap',
+  'ps',
+  'go',
+  'dpkg-deb',
+];
 
 /** Where a program is on this process's PATH (or in /usr/sbin, root's PATH in Debian). */
 function which(name: string): string | null {
@@ -89,6 +99,7 @@ test.each([
   ['podman', 'podman'],
   ['debootstrap', 'debootstrap'],
   ['ps', 'procps'],
+  ['dpkg-deb', 'dpkg'],
 ])('a PATH without %s: the step names it and stops within 5 seconds, installing nothing', (program, pkg) => {
   const log = path.join(scratch, 'apt.log');
   const bin = binFolder([program], { 'apt-get': recordingAptGet(log) });
@@ -168,4 +179,36 @@ test('as root, a folder above the checkout that the user postgres cannot enter i
   } finally {
     rmSync(closed, { recursive: true, force: true });
   }
+});
+
+test('lavapipe is named: its state on the summary line, its system libraries as requirements with their packages, and a machine it cannot serve', () => {
+  const result = preflight(binFolder([]));
+  expect(result.status).toBe(0);
+  expect(result.output).toMatch(
+    /requirements present; .*; (lavapipe 25\.[^ ]+ \(tools\/lavapipe\/25\.[^)]+\)|no lavapipe yet: the webgpu-mode tests fetch mesa-vulkan-drivers 25\.[^ ]+ from deb\.debian\.org into tools\/lavapipe\/25\.[^ ]+)/,
+  );
+  const script = `
+    const { REQUIREMENTS, plan, lavapipeUnavailable } = await import(${JSON.stringify(SCRIPT)});
+    const lavapipe = REQUIREMENTS.filter((r) => r.why.includes('lavapipe'));
+    const none = plan(lavapipe.map((r) => ({ ...r, found: () => false })), {}, () => false);
+    console.log(JSON.stringify({
+      packages: none.packages,
+      why: [...new Set(none.missing.map((r) => r.why))],
+      mac: lavapipeUnavailable('darwin', 'arm64'),
+      arm: lavapipeUnavailable('linux', 'arm64'),
+      here: lavapipeUnavailable('linux', 'x64'),
+    }));`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const answer = JSON.parse(run.stdout) as Record<string, unknown>;
+  // With nothing found, every one of lavapipe's needs is named by its Debian package.
+  expect(answer.packages).toEqual(expect.arrayContaining(['dpkg', 'libllvm15', 'libxcb-dri3-0', 'libzstd1']));
+  expect(answer.why).toEqual([
+    "unpacking lavapipe's .debs into tools/lavapipe (test/calc/gpujs-lavapipe.test.ts)",
+    'lavapipe, the software Vulkan the webgpu-mode kernel tests run on (test/calc/gpujs-lavapipe.test.ts)',
+  ]);
+  expect(answer.mac).toMatch(
+    /^lavapipe from Debian's packages runs on Linux x86-64 only \(this is darwin arm64\)/,
+  );
+  expect(answer.arm).toMatch(/\(this is linux arm64\)/);
+  expect(answer.here).toBeNull();
 });
