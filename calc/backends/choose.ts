@@ -8,7 +8,7 @@ import type { BackendName, SimulationBackend } from './backend';
 import { referenceBackend } from './reference';
 import { threadsBackend } from './threads';
 import { typedBackend } from './typed';
-import { describeAdapter, detectWebGpu, type WebGpuStatus } from './webgpu-node';
+import { describeAdapter, detectWebGpu, softwareOnlyVulkan, type WebGpuStatus } from './webgpu-node';
 
 export interface BackendPreferences {
   /** Backends to consider, in order of preference on a tie. Default: typed, threads, wasm, gpujs. */
@@ -25,6 +25,11 @@ export interface BackendPreferences {
   readonly webgpu?: () => Promise<WebGpuStatus>;
   /** Folders to look for the Vulkan loader in (the caller's LD_LIBRARY_PATH first); default: the usual ones. */
   readonly vulkanDirs?: readonly string[];
+  /**
+   * The Vulkan driver manifests the loader would read (vulkanDriverManifests of the caller's
+   * environment). Where every one is the CPU's, gpujs is skipped without starting WebGPU at all.
+   */
+  readonly vulkanDrivers?: readonly string[];
   /** Makes a candidate (default: createBackend); tests pass stand-ins. */
   readonly create?: (name: BackendName) => Promise<SimulationBackend>;
 }
@@ -93,6 +98,12 @@ export async function chooseBackend(preferences: BackendPreferences): Promise<Pr
       continue;
     }
     if (name === 'gpujs') {
+      const software = preferences.webgpu ? null : softwareOnlyVulkan(preferences.vulkanDrivers ?? []);
+      if (software !== null) {
+        timings[name] =
+          `skipped: software adapter (${software}, the only Vulkan driver here: WebGPU not started)`;
+        continue;
+      }
       const gpu = await (preferences.webgpu ?? (() => detectWebGpu(preferences.vulkanDirs)))();
       if (!gpu.ok) {
         timings[name] = `skipped: ${gpu.reason}`;

@@ -1,8 +1,9 @@
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { SimulationBackend } from '../../calc';
 import { chooseBackend, createBackend } from '../../calc/backends/choose';
 import type { BackendName } from '../../calc/backends/backend';
-import { vulkanSearchPath } from '../../calc/backends/webgpu-node';
+import { vulkanDriverManifests, vulkanSearchPath } from '../../calc/backends/webgpu-node';
 import type { CalcBackendSetting } from '../platform/config';
 import type { Database } from '../platform/database';
 
@@ -76,8 +77,14 @@ export async function startSimulationEngine(
     const backend = await createBackend(settings.calcBackend, { threads: settings.calcThreads, vulkanDirs });
     return { backend, chosenBy: 'configured', probe: {}, chosenAt: null };
   }
+  const vulkanDrivers = vulkanDriverManifests(process.env, os.homedir());
   const probe = () =>
-    chooseBackend({ threads: settings.calcThreads, clock: () => performance.now(), vulkanDirs });
+    chooseBackend({
+      threads: settings.calcThreads,
+      clock: () => performance.now(),
+      vulkanDirs,
+      vulkanDrivers,
+    });
   if (db === null) {
     const { backend, timings } = await probe();
     return { backend, chosenBy: 'probe', probe: timings, chosenAt: null };

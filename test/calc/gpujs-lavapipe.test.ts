@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { lavapipeEnvironment } from '../support/lavapipe';
 
 /**
  * The gpu.js kernels executed, not only validated: gpujs-kernels.test.ts runs again in webgpu mode
@@ -14,18 +15,7 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..');
 
 test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every book, chunking, reuse, finish() and the HTTP API match wasm', () => {
-  const installed = spawnSync(
-    process.execPath,
-    [path.join(ROOT, 'engine', 'runtime', 'install-lavapipe.mjs')],
-    {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 300_000,
-    },
-  );
-  if (installed.status !== 0)
-    throw new Error(installed.stderr.trim().split('\n').pop() ?? 'lavapipe could not be had');
-  const root = installed.stdout.trim().split('\n').pop()!;
+  const lavapipe = lavapipeEnvironment();
   const run = spawnSync(
     process.execPath,
     [
@@ -46,8 +36,7 @@ test('the kernels in webgpu mode on lavapipe: the generator bit for bit, every b
       env: {
         ...process.env,
         PAS_TEST_WEBGPU: 'lavapipe',
-        VK_ICD_FILENAMES: path.join(root, 'usr', 'share', 'vulkan', 'icd.d', 'lvp_icd.json'),
-        LD_LIBRARY_PATH: path.join(root, 'usr', 'lib', 'x86_64-linux-gnu'),
+        ...lavapipe,
       },
     },
   );

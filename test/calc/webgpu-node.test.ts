@@ -14,6 +14,8 @@ import {
   VULKAN_LIBRARY_DIRS,
   vulkanSearchPath,
   isSoftwareAdapter,
+  softwareOnlyVulkan,
+  vulkanDriverManifests,
   webgpuAdapter,
 } from '../../calc/backends/webgpu-node';
 import { describeSimulationEngine } from '../../engine/calculations/simulation-engine';
@@ -242,4 +244,91 @@ test('the probe never times or keeps a software adapter, and says which it skipp
     'skipped: software adapter (mesa software (llvmpipe: Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6) 0.0.1))',
   );
   await backend.close();
+});
+
+describe('the Vulkan drivers the loader would read, without starting it', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'pas-icd-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const manifest = (folder: string, name: string, library: string) => {
+    const file = path.join(dir, folder, name);
+    spawnSync('mkdir', ['-p', path.dirname(file)]);
+    writeFileSync(file, JSON.stringify({ file_format_version: '1.0.0', ICD: { library_path: library } }));
+    return file;
+  };
+
+  test('the loader’s search order: VK_DRIVER_FILES (or VK_ICD_FILENAMES) alone, else the XDG and system folders, plus VK_ADD_DRIVER_FILES', () => {
+    const lvp = manifest(
+      'share/vulkan/icd.d',
+      'lvp_icd.x86_64.json',
+      '/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so',
+    );
+    const nv = manifest('etc/vulkan/icd.d', 'nvidia_icd.json', 'libGLX_nvidia.so.0');
+    const home = manifest('home/.config/vulkan/icd.d', 'mine.json', 'libvulkan_radeon.so');
+    const added = manifest('added', 'swiftshader.json', './libvk_swiftshader.so');
+    const xdg = { XDG_DATA_DIRS: path.join(dir, 'share'), XDG_CONFIG_DIRS: path.join(dir, 'etc') };
+    const homeDir = path.join(dir, 'home');
+    // This machine's own /etc/vulkan and /usr/local/etc/vulkan are searched too; only ours are compared.
+    const ours = (files: string[]) => files.filter((file) => file.startsWith(dir));
+    // Folders named by XDG: the config ones first, the data ones after.
+    expect(ours(vulkanDriverManifests(xdg, homeDir))).toEqual([home, nv, lvp]);
+    expect(ours(vulkanDriverManifests({ ...xdg, VK_ADD_DRIVER_FILES: added }, homeDir))).toEqual([
+      home,
+      nv,
+      lvp,
+      added,
+    ]);
+    // An explicit list replaces the search; a listed folder stands for its .json files.
+    expect(vulkanDriverManifests({ ...xdg, VK_ICD_FILENAMES: lvp }, homeDir)).toEqual([lvp]);
+    expect(
+      vulkanDriverManifests({ ...xdg, VK_DRIVER_FILES: path.dirname(nv), VK_ICD_FILENAMES: lvp }, homeDir),
+    ).toEqual([nv]);
+    expect(vulkanDriverManifests({ VK_ICD_FILENAMES: path.join(dir, 'none.json') }, homeDir)).toEqual([]);
+  });
+
+  test('only where every driver is the CPU (lavapipe, SwiftShader) is it named; a GPU driver, an unreadable manifest or none at all: null', () => {
+    const lvp = manifest('a', 'lvp_icd.json', '/opt/mesa/libvulkan_lvp.so');
+    const swift = manifest('a', 'swiftshader.json', './libvk_swiftshader.so');
+    const nv = manifest('b', 'nvidia_icd.json', 'libGLX_nvidia.so.0');
+    const broken = path.join(dir, 'broken.json');
+    writeFileSync(broken, '{ not json');
+    expect(softwareOnlyVulkan([lvp])).toBe('libvulkan_lvp.so (lvp_icd.json)');
+    expect(softwareOnlyVulkan([lvp, swift])).toBe(
+      'libvulkan_lvp.so (lvp_icd.json), libvk_swiftshader.so (swiftshader.json)',
+    );
+    expect(softwareOnlyVulkan([lvp, nv])).toBeNull();
+    expect(softwareOnlyVulkan([lvp, broken])).toBeNull();
+    expect(softwareOnlyVulkan([path.join(dir, 'missing.json')])).toBeNull();
+    expect(softwareOnlyVulkan([])).toBeNull();
+  });
+
+  test('the probe skips gpujs without starting WebGPU where lavapipe is the only driver, and asks WebGPU where a GPU driver is beside it', async () => {
+    const lvp = manifest('a', 'lvp_icd.json', '/opt/mesa/libvulkan_lvp.so');
+    const nv = manifest('b', 'nvidia_icd.json', 'libGLX_nvidia.so.0');
+    const created: string[] = [];
+    const probe = (vulkanDrivers: string[]) =>
+      chooseBackend({
+        candidates: ['typed', 'gpujs'],
+        threads: 2,
+        clock: () => performance.now(),
+        vulkanDrivers,
+        vulkanDirs: [path.join(dir, 'no-loader-here')],
+        create: async (name) => {
+          created.push(name);
+          return standIn(name, 20);
+        },
+      });
+    const alone = await probe([lvp]);
+    expect(alone.timings.gpujs).toBe(
+      'skipped: software adapter (libvulkan_lvp.so (lvp_icd.json), the only Vulkan driver here: WebGPU not started)',
+    );
+    await alone.backend.close();
+    // With a GPU's driver beside it WebGPU is asked (here: no loader in the folders given, so it says so).
+    const beside = await probe([lvp, nv]);
+    expect(beside.timings.gpujs).toMatch(/^skipped: no Vulkan loader/);
+    await beside.backend.close();
+    expect(created).toEqual(['typed', 'typed']);
+  });
 });
