@@ -9,9 +9,28 @@ export interface LatencyReport {
   perSecond: number;
 }
 
-function percentile(sorted: number[], p: number): number {
+/** The nearest-rank `p`th percentile of `sorted` (ascending, not empty). */
+export function percentile(sorted: number[], p: number): number {
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[index]!;
+}
+
+/** Runs `task` for 0..count-1, `concurrency` at a time. */
+export async function bounded(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(count, concurrency) }, async () => {
+      while (next < count) {
+        const index = next;
+        next += 1;
+        await task(index);
+      }
+    }),
+  );
 }
 
 /** Fires `requests` calls of `call`, `concurrency` at a time, and reports latency percentiles. */
