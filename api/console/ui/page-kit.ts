@@ -1,14 +1,11 @@
 /**
- * What main.ts lends the pages kept in their own files: the frame, the workspace chosen at the top
- * right, navigation, and the small parts every page is built from. Passed in rather than imported,
- * so a page file never imports main.ts (whose module body starts the app).
+ * What main.ts lends the pages loaded on demand (Secrets, Integrations): the frame, the workspace
+ * chosen at the top right, navigation, and the small parts every page is built from. Passed in
+ * rather than imported: a part that a page loaded on demand imported would leave the entry script
+ * for a shared chunk, one more file on the first load.
  */
 import type { Child, Props } from './dom';
-
-export interface Column<T> {
-  title: string;
-  cell: (row: T) => Child;
-}
+import type { Column } from './parts/table';
 
 export interface PageKit {
   /** The header, the navigation (`active` is the section's name) and the page's content. */

@@ -3,7 +3,7 @@
  * an arrow per edge, "true" and "false" on a CONDITIONAL's edges. Fan-out (FORKER) and join
  * (BARRIER) read from the shape; each box names the step and its type.
  */
-import { h, svg } from './dom';
+import { h, svg } from '../dom';
 
 export interface WorkflowWorker {
   id: string;

@@ -3,8 +3,8 @@
  * (`base_url uses http: …`, `headers.Authorization holds a credential: …`, `name is required.`), so
  * the first word picks the field; a message that names none shows under the form.
  */
-import { ApiError } from './api';
-import { h, replace } from './dom';
+import { ApiError } from '../api';
+import { h, replace } from '../dom';
 
 /** The field a message names: `headers.<Name>` as `header:<name>`, else a known key it starts with. */
 export function fieldOfMessage(message: string, keys: readonly string[]): string | null {

@@ -4,10 +4,10 @@
  * the field holding it is emptied as soon as the API has taken it (a failed request keeps it, to be
  * corrected). Nothing here shows a value, masked or by its length.
  */
-import { call, query } from './api';
-import { h, replace, type Stamp, when } from './dom';
-import { FieldErrors } from './field-errors';
-import type { PageKit } from './page-kit';
+import { call, query } from '../api';
+import { h, replace, type Stamp, when } from '../dom';
+import { FieldErrors } from '../parts/field-errors';
+import type { PageKit } from '../page-kit';
 
 export interface Secret {
   id: string;

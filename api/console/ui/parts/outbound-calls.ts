@@ -1,6 +1,6 @@
 /** The step view's "Outbound calls": the step's HTTP requests and e-mails, one row each. */
-import { h } from './dom';
-import { outboundCalls } from './outbound-log';
+import { h } from '../dom';
+import { outboundCalls } from '../outbound-log';
 
 /** The section's content, or null when the step called nothing (the section is then left out). */
 export function outboundCallsTable(

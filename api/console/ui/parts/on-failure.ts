@@ -3,9 +3,9 @@
  * through an HTTP or SMTP integration (an SMTP one to the addresses given); or a handler workflow of
  * the same workspace, started with the failed run's details.
  */
-import { call, query } from './api';
-import { type Child, h, replace } from './dom';
-import type { Integration } from './integrations-page';
+import { call, query } from '../api';
+import { type Child, h, replace } from '../dom';
+import type { Integration } from '../pages/integrations';
 
 export interface OnFailure {
   integration?: string;
@@ -93,7 +93,7 @@ export function onFailureField(options: {
   to.addEventListener('input', () => replace(hint));
   workflow.addEventListener('change', () => replace(hint));
 
-  // Read here rather than through integrations-page.ts, so the workflow pages load this file alone.
+  // Read here rather than through pages/integrations.ts, so the workflow pages load this file alone.
   call<{ integrations: Integration[] }>('GET', `/v2/integrations${query({ page_size: 100 })}`).then(
     ({ integrations: all }) => {
       const usable = all.filter((i) => i.type === 'HTTP' || i.type === 'SMTP');

@@ -3,11 +3,11 @@
  * integration. Credentials never go into an integration: a header takes `{{secret:NAME}}` and an SMTP
  * login names the secret that holds its password, each looked up in the workspace of the run.
  */
-import { call, query } from './api';
-import { h, replace, type Stamp, when } from './dom';
-import { FieldErrors } from './field-errors';
-import type { PageKit } from './page-kit';
-import { listSecrets } from './secrets-page';
+import { call, query } from '../api';
+import { h, replace, type Stamp, when } from '../dom';
+import { FieldErrors } from '../parts/field-errors';
+import type { PageKit } from '../page-kit';
+import { listSecrets } from './secrets';
 
 export interface Integration {
   id: string;
