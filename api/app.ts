@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { type Config, LOAD_SHEDDING_DEFAULTS } from '../engine/platform/config';
 import { AJV_OPTIONS } from '../engine/platform/schema-validator';
 import type { Database } from '../engine/platform/database';
+import { primaryReads, type ReadReplica } from '../engine/platform/read-replica';
 import { RESOURCE_KINDS, type ResourceKindName } from '../engine/kinds';
 import type { ResourceKind } from '../engine/store/resource-kind';
 import type { TemporalHealth } from '../engine/platform/dependency-health';
@@ -19,6 +20,7 @@ import databaseBreaker from './http/database-breaker';
 import errorHandler from './http/error-handler';
 import gracefulDrain from './http/graceful-drain';
 import loadShedding from './http/load-shedding';
+import readYourWrites from './http/read-your-writes';
 import methodNotAllowed from './http/method-not-allowed';
 import openapi from './http/openapi';
 import requestEncoding from './http/request-encoding';
@@ -70,6 +72,11 @@ export interface AppDependencies {
       >
     >;
   db: Database;
+  /**
+   * A streaming replica of `db` (DATABASE_READ_URL) for lists that tolerate a short lag; without
+   * one every read is on `db`.
+   */
+  replica?: ReadReplica;
   workflows: WorkflowRunner;
   /** The calculations' simulation backend; the plain reference model when not given (tests). */
   simulation?: SimulationEngine;
@@ -201,6 +208,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // Before authentication: an open breaker answers 503 without touching the database.
   await app.register(databaseBreaker, { db: deps.db });
   await app.register(authentication, { db: deps.db, rateLimitPerMinute: deps.config.rateLimitPerMinute });
+  if (deps.replica) await app.register(readYourWrites, { replica: deps.replica });
+  const reads = deps.replica ?? primaryReads(deps.db);
   await app.register(requestEncoding, { maxPayloadBytes: deps.config.maxPayloadBytes });
   await app.register(compress, {
     global: true,
@@ -219,6 +228,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await v2.register(healthCheckRoutes, {
         simulation: deps.simulation ?? null,
         db: deps.db,
+        replica: deps.replica ?? null,
         temporalHealth: deps.temporalHealth ?? null,
       });
       await v2.register(oauthTokenRoutes, { db: deps.db });
@@ -228,19 +238,20 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         keyring: deps.secrets ?? SecretsKeyring.unavailable('this process was started without a master key'),
       });
       for (const [name, kind] of Object.entries(RESOURCE_KINDS) as Array<[ResourceKindName, ResourceKind]>) {
-        await v2.register(resourceRoutes(kind), { db: deps.db });
+        await v2.register(resourceRoutes(kind), { db: deps.db, reads });
         const extra = KIND_EXTRA_ROUTES[name];
         if (extra) await v2.register(extra, { db: deps.db, workflows: deps.workflows });
       }
-      await v2.register(reportRoutes, { db: deps.db, publicUrl: deps.config.publicUrl });
-      await v2.register(auditLogRoutes, { db: deps.db });
+      await v2.register(reportRoutes, { db: deps.db, reads, publicUrl: deps.config.publicUrl });
+      await v2.register(auditLogRoutes, { db: deps.db, reads });
       await v2.register(calculationRoutes, { db: deps.db, backend: deps.simulation?.backend });
       await v2.register(analyticsRoutes, { db: deps.db, backend: deps.simulation?.backend });
-      await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows });
+      await v2.register(workflowRoutes, { db: deps.db, workflows: deps.workflows, reads });
       await v2.register(scriptTrialRoutes, { db: deps.db, workflows: deps.workflows });
       await v2.register(marketDataRoutes, { db: deps.db });
       await v2.register(fileRoutes, {
         db: deps.db,
+        reads,
         maxPayloadBytes: deps.config.maxPayloadBytes,
         publicUrl: deps.config.publicUrl,
       });

@@ -3,10 +3,12 @@ import cron from 'node-cron';
 import { loadConfig } from '../engine/platform/config';
 import { describeSimulationEngine, startSimulationEngine } from '../engine/calculations/simulation-engine';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
+import { ReadReplica } from '../engine/platform/read-replica';
 import { publishBuiltinTemplates } from '../engine/worker-templates/builtin-templates';
 import { expireIdleUploads } from '../engine/files/file-uploads';
 import { pruneRateLimitWindows } from '../engine/platform/rate-limiter';
 import { pruneExpiredShares } from '../engine/reports/report-store';
+import { runAuditMaintenance } from '../engine/store/audit-archive';
 import { startRunDispatcher } from '../engine/workflows/run-dispatcher';
 import { lazyTemporalConnection, temporalWorkflowRunner } from '../engine/workflows/temporal-workflow-runner';
 import { reconcileSchedules } from '../engine/workflows/workflow-schedules';
@@ -45,14 +47,30 @@ async function main(): Promise<void> {
   const simulation = await startSimulationEngine(config, db);
   const workflows = temporalWorkflowRunner(client, config.temporalTaskQueue);
   const secrets = SecretsKeyring.fromConfig(config);
+  // Its state changes are logged once the app's logger exists; the first check comes before that.
+  let logReplica: (message: string) => void = () => undefined;
+  const replicaDb =
+    config.databaseReadUrl === null ? null : connectDatabase(config.databaseReadUrl, 10, { quiet: true });
+  if (replicaDb) traceQueries(replicaDb);
+  const replica = replicaDb
+    ? await new ReadReplica(db, replicaDb, {
+        onChange: (report) => logReplica(`api: read replica ${report.status}: ${report.detail}`),
+      }).start()
+    : undefined;
   const app = await buildApp({
     config,
     db,
+    replica,
     workflows,
     simulation,
     secrets,
     temporalHealth: temporalHealthProbe(client, config.temporalNamespace, config.temporalTaskQueue),
   });
+  if (replica) {
+    logReplica = (message) => app.log.warn(message);
+    const { status, detail } = await replica.health();
+    app.log.info(`api: read replica (DATABASE_READ_URL) ${status}: ${detail}`);
+  }
   const keyProblem = secrets.problem();
   if (keyProblem !== null) app.log.warn(`api: secrets cannot be stored or read: ${keyProblem}`);
   app.log.info(
@@ -74,6 +92,21 @@ async function main(): Promise<void> {
     );
   });
 
+  // The audit trail's job, at start and daily: partitions for this month and the 3 ahead and, with
+  // AUDIT_RETENTION_MONTHS, older months archived and dropped. Not awaited: until it has run, a record
+  // of a month without a partition waits in the default one. Replicas share it through a lock.
+  const auditSettings = { retentionMonths: config.auditRetentionMonths, archiveDir: config.auditArchiveDir };
+  const auditMaintenance = () =>
+    runAuditMaintenance(db, auditSettings).then(
+      (report) => {
+        if (report && (report.partitionsMade.length > 0 || report.archived.length > 0))
+          app.log.info({ audit: report }, 'api: audit trail partitions made or months archived');
+      },
+      (error: unknown) => app.log.error({ err: error }, 'api: audit trail maintenance failed'),
+    );
+  const auditJob = cron.schedule('17 3 * * *', () => void auditMaintenance());
+  void auditMaintenance();
+
   // Starts the runs a request could not hand to Temporal (down, or this process died after the
   // commit). Here rather than in the worker: every deployment runs the API, and replicas share the
   // outbox safely (claims skip each other's rows).
@@ -88,6 +121,7 @@ async function main(): Promise<void> {
     closing = true;
     app.log.info({ signal }, 'api: shutting down');
     await housekeeping.stop();
+    await auditJob.stop();
     // Leave the load balancer first (api/http/graceful-drain.ts), then stop accepting and let
     // in-flight requests finish.
     await app.drain();
@@ -97,6 +131,7 @@ async function main(): Promise<void> {
     await dispatcher.stop();
     await connection.close();
     await simulation.backend.close();
+    await replica?.close();
     await db.destroy();
     await stopTracing();
   };

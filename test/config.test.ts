@@ -9,6 +9,7 @@ describe('configuration', () => {
       host: '127.0.0.1',
       dataDir: path.resolve('/srv/pas/data'),
       databaseUrl: null,
+      databaseReadUrl: null,
       embeddedPostgresPort: 54329,
       temporalAddress: null,
       temporalNamespace: 'default',
@@ -39,6 +40,27 @@ describe('configuration', () => {
       egressPrivateAllow: '',
       egressMaxResponseBytes: 10485760,
       egressCaFile: null,
+      auditRetentionMonths: null,
+      auditArchiveDir: path.resolve('/srv/pas/data/audit-archive'),
+      runRetentionDays: null,
+    });
+  });
+
+  test('RUN_RETENTION_DAYS is read as whole days', () => {
+    expect(loadConfig({ RUN_RETENTION_DAYS: ' 90 ' }).runRetentionDays).toBe(90);
+    expect(loadConfig({ RUN_RETENTION_DAYS: '' }).runRetentionDays).toBeNull();
+  });
+
+  test('AUDIT_RETENTION_MONTHS is read as whole months; AUDIT_ARCHIVE_DIR resolves against the project folder', () => {
+    const config = loadConfig(
+      { AUDIT_RETENTION_MONTHS: ' 13 ', AUDIT_ARCHIVE_DIR: 'archives/audit' },
+      '/srv/pas',
+    );
+    expect(config.auditRetentionMonths).toBe(13);
+    expect(config.auditArchiveDir).toBe(path.resolve('/srv/pas/archives/audit'));
+    expect(loadConfig({ AUDIT_RETENTION_MONTHS: '', DATA_DIR: '/var/pas' }, '/srv/pas')).toMatchObject({
+      auditRetentionMonths: null,
+      auditArchiveDir: path.resolve('/var/pas/audit-archive'),
     });
   });
 
@@ -76,6 +98,7 @@ describe('configuration', () => {
         HOST: '0.0.0.0',
         DATA_DIR: '/var/lib/pas',
         DATABASE_URL: 'postgres://u:p@db:5432/pas',
+        DATABASE_READ_URL: 'postgresql://u:p@db-replica:5432/pas',
         TEMPORAL_ADDRESS: 'temporal:7233',
         TEMPORAL_UI_URL: 'http://temporal-ui:8080',
         RATE_LIMIT_PER_MINUTE: '600',
@@ -95,6 +118,7 @@ describe('configuration', () => {
       host: '0.0.0.0',
       dataDir: '/var/lib/pas',
       databaseUrl: 'postgres://u:p@db:5432/pas',
+      databaseReadUrl: 'postgresql://u:p@db-replica:5432/pas',
       temporalAddress: 'temporal:7233',
       temporalUiUrl: 'http://temporal-ui:8080',
       rateLimitPerMinute: 600,
@@ -127,6 +151,11 @@ describe('configuration', () => {
     ],
     ['DATABASE_URL', 'mysql://x@y/z', 'DATABASE_URL must use postgres: or postgresql:, got "mysql:"'],
     ['DATABASE_URL', 'not a url', 'DATABASE_URL is not a valid URL'],
+    [
+      'DATABASE_READ_URL',
+      'http://replica/pas',
+      'DATABASE_READ_URL must use postgres: or postgresql:, got "http:"',
+    ],
     ['TEMPORAL_ADDRESS', 'http://temporal', 'TEMPORAL_ADDRESS must be host:port, got "http://temporal"'],
     ['TRUST_PROXY', 'yes', 'TRUST_PROXY must be true or false, got "yes"'],
     [
@@ -145,6 +174,10 @@ describe('configuration', () => {
       'SECRETS_KEY entry 1 is not a master key (64 hex digits, or the Base64 of 32 bytes; value not shown)',
     ],
     ['EGRESS_MAX_RESPONSE_BYTES', '0', 'EGRESS_MAX_RESPONSE_BYTES must be between 1 and 1073741824, got 0'],
+    ['AUDIT_RETENTION_MONTHS', '0', 'AUDIT_RETENTION_MONTHS must be between 1 and 1200, got 0'],
+    ['AUDIT_RETENTION_MONTHS', '12m', 'AUDIT_RETENTION_MONTHS must be an integer, got "12m"'],
+    ['RUN_RETENTION_DAYS', '0', 'RUN_RETENTION_DAYS must be between 1 and 36500, got 0'],
+    ['RUN_RETENTION_DAYS', '30d', 'RUN_RETENTION_DAYS must be an integer, got "30d"'],
   ])('%s=%s stops start-up naming the variable', (name, value, detail) => {
     let caught: unknown;
     try {

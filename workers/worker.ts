@@ -13,6 +13,7 @@ import { startRunHandoff } from '../engine/workflows/run-handoff';
 import { createTemporalWorker } from './temporal-worker';
 import { outboundSettingsOf } from '../engine/integrations/outbound-settings';
 import { startAlertDispatcher } from '../engine/workflows/failure-alerts';
+import { describePurge, startRunRetention } from '../engine/workflows/run-retention';
 import { freeLoopbackPort, setProcessRole, startMetricsServer, watchPool } from '../engine/platform/metrics';
 import { logFormatOf, processLog } from '../engine/platform/log-format';
 import { installTemporalRuntime } from './temporal-runtime';
@@ -107,10 +108,25 @@ async function main(): Promise<void> {
         ),
     },
   );
+  // RUN_RETENTION_DAYS: finished runs past it are removed hourly, by one worker at a time.
+  const retention =
+    config.runRetentionDays === null
+      ? null
+      : startRunRetention(db, config.runRetentionDays, {
+          onPass: (result) => {
+            const { workflow_executions: runs, webhook_payloads: payloads } = result.removed;
+            if (runs + payloads > 0) log.info(`worker: run retention ${describePurge(result)}`);
+          },
+          onError: (error) =>
+            log.error(
+              `worker: run retention pass failed: ${error instanceof Error ? error.message : String(error)}`,
+            ),
+        });
   // No new handed-off run is taken once stopping; those already taken start (or stay in the outbox).
   const stop = () => {
     void handoff.close();
     void alerts.close();
+    void retention?.close();
     worker.shutdown();
   };
   process.once('SIGINT', stop);
@@ -136,6 +152,7 @@ async function main(): Promise<void> {
   await worker.run();
   await handoff.close();
   await alerts.close();
+  await retention?.close();
   // Runs a script started (Workflow.run) whose Temporal start is still going on behind the step.
   await settleStartsBehindReplies();
   await metrics?.close();

@@ -1,6 +1,7 @@
 import { type TObject, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '../../engine/platform/database';
+import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { InvalidInput } from '../../engine/platform/errors';
 import { listEntities } from '../../engine/store/list-entities';
 import type { ListRequest } from '../../engine/store/list-query';
@@ -97,13 +98,21 @@ export function filterRequest(body: FilterFields): ListRequest & { workspace?: s
 export function registerFilterRoute(
   app: FastifyInstance,
   db: Database,
-  spec: { kind: ResourceKind; path: string; plural: string; tag: string; view: TObject },
+  spec: {
+    kind: ResourceKind;
+    path: string;
+    plural: string;
+    tag: string;
+    view: TObject;
+    reads?: LagTolerantReads;
+  },
 ): void {
   const { kind, path, plural } = spec;
   app.post(
     `${path}/filter`,
     {
-      config: { auditEntity: kind.entityType },
+      // A list: it keeps no caller's reads on the primary (api/http/read-your-writes.ts).
+      config: { auditEntity: kind.entityType, readsOnly: true },
       schema: {
         tags: [spec.tag],
         summary: `Filter ${plural} (the list, its parameters in a JSON body)`,
@@ -115,7 +124,9 @@ export function registerFilterRoute(
     },
     async (request) => {
       const body = request.body as FilterFields;
-      const { items, next_page_token } = await listEntities(db, request.actor, kind, filterRequest(body));
+      const { items, next_page_token } = await listEntities(db, request.actor, kind, filterRequest(body), {
+        reads: spec.reads,
+      });
       return { [plural]: items, next_page_token };
     },
   );

@@ -1,6 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '../../engine/platform/database';
+import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { type EntityKind, type EntityRecord, viewEntity } from '../../engine/store/entity-store';
 import { listEntities } from '../../engine/store/list-entities';
 import { listReply, listRequest } from '../schemas/entity-lists';
@@ -18,12 +19,19 @@ interface RouteDoc {
 /**
  * `GET <path>`: the kind's list (the query language, keyset paging), answering
  * `{<plural>: [...], next_page_token}`. Declared kinds (resource-routes.ts), files, reports and
- * workflows all list through it.
+ * workflows all list through it; from the read replica when `reads` has one.
  */
 export function listRoute(
   app: FastifyInstance,
   db: Database,
-  spec: RouteDoc & { kind: EntityKind; path: string; plural: string; item: TObject; querystring: TSchema },
+  spec: RouteDoc & {
+    kind: EntityKind;
+    path: string;
+    plural: string;
+    item: TObject;
+    querystring: TSchema;
+    reads?: LagTolerantReads;
+  },
 ): void {
   const { kind, plural, tags, summary, description, errors, config } = spec;
   app.get(
@@ -44,6 +52,7 @@ export function listRoute(
         request.actor,
         kind,
         listRequest(request.query as Parameters<typeof listRequest>[0]),
+        { reads: spec.reads },
       );
       return { [plural]: items, next_page_token };
     },

@@ -1,6 +1,7 @@
 import { type TProperties, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
+import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { listRoute, retrieveRoute } from './entity-routes';
 import {
   createResource,
@@ -26,7 +27,9 @@ const IgnoredWorkspace = (plural: string) =>
  * and response schemas, so the validation, the OpenAPI document and the TypeScript types come from
  * one place. A kind needs no route file unless it has a route beyond CRUD.
  */
-export function resourceRoutes(kind: ResourceKind): FastifyPluginAsyncTypebox<{ db: Database }> {
+export function resourceRoutes(
+  kind: ResourceKind,
+): FastifyPluginAsyncTypebox<{ db: Database; reads?: LagTolerantReads }> {
   const { path, key, plural, tag, title } = kind.names;
   const spec = kind.http ?? {};
   const workspaceBound = kind.scope === 'workspace';
@@ -102,12 +105,12 @@ export function resourceRoutes(kind: ResourceKind): FastifyPluginAsyncTypebox<{ 
   const workspaceOf = (body: { workspace?: unknown }, query: { workspace?: unknown }) =>
     workspaceBound ? (body.workspace ?? query.workspace) : undefined;
 
-  return async (app, { db }) => {
+  return async (app, { db, reads }) => {
     for (const schema of spec.schemas ?? []) app.addSchema(schema);
     app.addSchema(View);
     if (Created !== View) app.addSchema(Created);
 
-    if (spec.filter) registerFilterRoute(app, db, { kind, path, plural, tag, view: View });
+    if (spec.filter) registerFilterRoute(app, db, { kind, path, plural, tag, view: View, reads });
 
     if (routed('create'))
       app.post(
@@ -146,6 +149,7 @@ export function resourceRoutes(kind: ResourceKind): FastifyPluginAsyncTypebox<{ 
         plural,
         item: View,
         querystring: ListQuery,
+        reads,
       });
 
     if (routed('retrieve'))

@@ -4,6 +4,7 @@ import { AUDIT_OPERATIONS } from '../../engine/store/audit-trail';
 import { AUDIT_SOURCES } from '../../engine/platform/principal';
 import { getAuditLog, listAuditLogs } from '../../engine/store/audit-log-queries';
 import type { Database } from '../../engine/platform/database';
+import { type LagTolerantReads, primaryReads } from '../../engine/platform/read-replica';
 import { errorResponses, NextPageToken, PageSize, PageToken, Timestamp } from '../schemas/common';
 import { DATE_PATTERN, PeriodBound } from '../../engine/store/field-schemas';
 
@@ -103,8 +104,15 @@ const AuditLogList = Type.Object({
 // Failed reads are recorded by the error handler under this entity type (DENIED for 403).
 const audit = { auditEntity: 'AuditLog', auditOperation: 'VIEW' } as const;
 
-/** Read-only by construction: only GET routes exist, so any other method is a 404. */
-const auditLogRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+/**
+ * Read-only by construction: only GET routes exist, so any other method is a 404. The lists may lag
+ * a little (read from a replica unless the caller has just written); a record by id is read on the
+ * primary.
+ */
+const auditLogRoutes: FastifyPluginAsyncTypebox<{ db: Database; reads?: LagTolerantReads }> = async (
+  app,
+  { db, reads = primaryReads(db) },
+) => {
   app.addSchema(AuditLog);
   app.addSchema(AuditLogDetail);
 
@@ -121,13 +129,15 @@ const auditLogRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, 
       },
     },
     async (request) =>
-      listAuditLogs(db, request.actor.principal, 'own', {
-        start: request.query.start,
-        end: request.query.end,
-        dateTime: request.query.date_time,
-        pageSize: request.query.page_size,
-        pageToken: request.query.page_token,
-      }),
+      reads.read(request.actor.principal, (source) =>
+        listAuditLogs(source, request.actor.principal, 'own', {
+          start: request.query.start,
+          end: request.query.end,
+          dateTime: request.query.date_time,
+          pageSize: request.query.page_size,
+          pageToken: request.query.page_token,
+        }),
+      ),
   );
 
   // Declared before `/audit_logs/:id`; the router also ranks a static segment above a parameter,
@@ -145,13 +155,15 @@ const auditLogRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, 
       },
     },
     async (request) =>
-      listAuditLogs(db, request.actor.principal, 'account', {
-        start: request.query.start,
-        end: request.query.end,
-        dateTime: request.query.date_time,
-        pageSize: request.query.page_size,
-        pageToken: request.query.page_token,
-      }),
+      reads.read(request.actor.principal, (source) =>
+        listAuditLogs(source, request.actor.principal, 'account', {
+          start: request.query.start,
+          end: request.query.end,
+          dateTime: request.query.date_time,
+          pageSize: request.query.page_size,
+          pageToken: request.query.page_token,
+        }),
+      ),
   );
 
   app.get(

@@ -5,6 +5,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../engine/platform/database';
+import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { type EntityRecord, viewEntity } from '../../engine/store/entity-store';
 import { listRoute } from '../http/entity-routes';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
@@ -367,9 +368,10 @@ async function* formOf(request: FastifyRequest, maxPayloadBytes: number): AsyncG
 
 const fileRoutes: FastifyPluginAsyncTypebox<{
   db: Database;
+  reads?: LagTolerantReads;
   maxPayloadBytes: number;
   publicUrl: string;
-}> = async (app, { db, maxPayloadBytes }) => {
+}> = async (app, { db, reads, maxPayloadBytes }) => {
   // Scoped to these routes: no other resource takes forms. One part per request: one file (the
   // chunk, up to the maximum payload size, streamed), and a few small text fields.
   await app.register(multipart, {
@@ -465,6 +467,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
     plural: 'files',
     item: FileListItem,
     querystring: listQuerystring(true, FILE.hasDate),
+    reads,
   });
 
   app.get(

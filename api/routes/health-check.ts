@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { describeSimulationEngine, type SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/platform/database';
 import { databaseHealth, type TemporalHealth } from '../../engine/platform/dependency-health';
+import type { ReadReplica } from '../../engine/platform/read-replica';
 
 export const SERVICE_NAME = 'Portfolio Analytics Service';
 
@@ -13,7 +14,7 @@ const Dependency = Type.Object({
 
 const HealthCheck = Type.Object({
   api_status: Type.Union([Type.Literal('OK'), Type.Literal('DEGRADED')], {
-    description: 'DEGRADED, with status 503, when a dependency is down.',
+    description: 'DEGRADED, with status 503, when a dependency other than database_replica is down.',
   }),
   version: Type.Literal('v2'),
   name: Type.String(),
@@ -50,6 +51,13 @@ const HealthCheck = Type.Object({
   dependencies: Type.Object(
     {
       database: Dependency,
+      database_replica: Type.Optional(
+        Type.Object(Dependency.properties, {
+          description:
+            'The read replica (DATABASE_READ_URL), absent without one. Down (unreachable, promoted, or ' +
+            'lagging too far) it leaves the API OK: lists then read from the primary.',
+        }),
+      ),
       temporal: Type.Optional(Dependency),
       workers: Type.Optional(Dependency),
       calculation_backend: Dependency,
@@ -72,8 +80,9 @@ const REFERENCE = {
 const healthCheckRoutes: FastifyPluginAsyncTypebox<{
   simulation: SimulationEngine | null;
   db: Database;
+  replica: ReadReplica | null;
   temporalHealth: (() => Promise<TemporalHealth>) | null;
-}> = async (app, { simulation, db, temporalHealth }) => {
+}> = async (app, { simulation, db, replica, temporalHealth }) => {
   const calculationBackend = simulation ? describeSimulationEngine(simulation) : REFERENCE;
   app.get(
     '/health_check',
@@ -95,7 +104,11 @@ const healthCheckRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (_request, reply) => {
-      const [database, temporal] = await Promise.all([databaseHealth(db), temporalHealth?.() ?? null]);
+      const [database, databaseReplica, temporal] = await Promise.all([
+        databaseHealth(db),
+        replica?.health() ?? null,
+        temporalHealth?.() ?? null,
+      ]);
       const dependencies = {
         database,
         ...(temporal ?? {}),
@@ -105,12 +118,13 @@ const healthCheckRoutes: FastifyPluginAsyncTypebox<{
         },
       };
       const down = Object.values(dependencies).some((dependency) => dependency.status === 'down');
+      // Reported, not counted: without the replica the primary serves its reads.
       return reply.code(down ? 503 : 200).send({
         api_status: down ? ('DEGRADED' as const) : ('OK' as const),
         version: 'v2' as const,
         name: SERVICE_NAME,
         calculation_backend: calculationBackend,
-        dependencies,
+        dependencies: databaseReplica ? { ...dependencies, database_replica: databaseReplica } : dependencies,
       });
     },
   );

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
+import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { listRoute, retrieveRoute } from '../http/entity-routes';
 import {
   createReport,
@@ -174,10 +175,11 @@ const ReportReply = Type.Object({ report: Type.Ref('Report') });
 const tags = ['Reports'];
 const config = { auditEntity: 'Report' } as const;
 
-const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string }> = async (
-  app,
-  { db, publicUrl },
-) => {
+const reportRoutes: FastifyPluginAsyncTypebox<{
+  db: Database;
+  reads?: LagTolerantReads;
+  publicUrl: string;
+}> = async (app, { db, reads, publicUrl }) => {
   const REPORT = reportKind(publicUrl);
   app.addSchema(ReportWidget);
   app.addSchema(Report);
@@ -216,6 +218,7 @@ const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database; publicUrl: string 
     plural: 'reports',
     item: Report,
     querystring: listQuerystring(true, REPORT.hasDate),
+    reads,
   });
 
   retrieveRoute(app, db, {

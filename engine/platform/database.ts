@@ -7,13 +7,22 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value))
 
 export type Database = Knex;
 
-export function connectDatabase(url: string, poolMax = 10): Database {
+export function connectDatabase(
+  url: string,
+  poolMax = 10,
+  /**
+   * `quiet`: knex's own line per failed connection attempt is left out, for a database whose outage
+   * its owner reports (a read replica: checked twice a second, reported once per change).
+   */
+  options: { quiet?: boolean } = {},
+): Database {
   return knexFactory({
     client: 'pg',
     connection: url,
     pool: { min: 0, max: poolMax },
     // Short: with the database down a request fails fast (503) instead of queueing for a connection.
     acquireConnectionTimeout: 5_000,
+    ...(options.quiet ? { log: { warn: () => undefined } } : {}),
   });
 }
 

@@ -11,7 +11,7 @@ export interface DependencyReport {
 /** A probe must answer within this, or the dependency counts as down: a health check never hangs. */
 const PROBE_TIMEOUT_MS = 1_000;
 
-async function withinTimeout<T>(work: Promise<T>): Promise<T> {
+export async function withinTimeout<T>(work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
@@ -28,7 +28,8 @@ async function withinTimeout<T>(work: Promise<T>): Promise<T> {
   }
 }
 
-function reason(error: unknown): string {
+/** The first line of an error's message, for a report. */
+export function failureReason(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? 'unknown error';
 }
 
@@ -37,7 +38,7 @@ export async function databaseHealth(db: Database): Promise<DependencyReport> {
     await withinTimeout(db.raw('select 1'));
     return { status: 'up', detail: 'answers queries' };
   } catch (error) {
-    return { status: 'down', detail: reason(error) };
+    return { status: 'down', detail: failureReason(error) };
   }
 }
 
@@ -75,7 +76,7 @@ export function temporalHealthProbe(
       };
     } catch (error) {
       return {
-        temporal: { status: 'down', detail: reason(error) },
+        temporal: { status: 'down', detail: failureReason(error) },
         workers: { status: 'down', detail: 'unknown while Temporal does not answer' },
       };
     }

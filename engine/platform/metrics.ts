@@ -117,6 +117,13 @@ export const egressDuration = new Histogram({
   registers,
 });
 
+export const runHistoryRemoved = new Counter({
+  name: 'pas_run_history_removed_total',
+  help: 'Rows of finished runs removed by run retention (RUN_RETENTION_DAYS, pas runs prune), by table (workflow_executions, worker_executions, sdk_calls, webhook_payloads).',
+  labelNames: ['table'] as const,
+  registers,
+});
+
 const pools = new Set<Database>();
 
 /** The connection pool of each database this process watches: in use, idle, and requests waiting. */

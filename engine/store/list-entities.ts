@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import type { Database } from '../platform/database';
 import { InvalidInput } from '../platform/errors';
 import type { Actor } from '../platform/principal';
-import { readPageAudited } from './audit-trail';
+import type { LagTolerantReads } from '../platform/read-replica';
+import { readPageAudited, recordPageViewed } from './audit-trail';
 import { normaliseTag } from './entity-fields';
 import {
   type EntityKind,
@@ -342,8 +343,30 @@ function keyOrderedStatement(
 
 type ListedRow = EntityRow & Record<string, unknown>;
 
+/** What the VIEW record of a page says. */
+function viewEntry(kind: EntityKind, query: ListQuery, workspace: string | null) {
+  return {
+    entityType: kind.entityType,
+    noun: `${kind.noun} records`,
+    workspace: kind.scope === 'workspace' && !query.json ? workspace : null,
+    pageSize: query.pageSize,
+  };
+}
+
+/** A value the client wrote that PostgreSQL cannot compare is the client's error, not ours. */
+async function refusingIncomparable<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (isDataException(error)) {
+      throw new InvalidInput('The query or page_token holds a value the database cannot compare.');
+    }
+    throw error;
+  }
+}
+
 /** The page (one row more than asked, to know whether another follows) and its VIEW record, in one statement. */
-async function readPage(
+function readPage(
   db: Database,
   statement: Knex.QueryBuilder,
   actor: Actor,
@@ -351,19 +374,14 @@ async function readPage(
   query: ListQuery,
   workspace: string | null,
 ): Promise<ListedRow[]> {
-  try {
-    return await readPageAudited<ListedRow>(db, statement.limit(query.pageSize + 1), actor, {
-      entityType: kind.entityType,
-      noun: `${kind.noun} records`,
-      workspace: kind.scope === 'workspace' && !query.json ? workspace : null,
-      pageSize: query.pageSize,
-    });
-  } catch (error) {
-    if (isDataException(error)) {
-      throw new InvalidInput('The query or page_token holds a value the database cannot compare.');
-    }
-    throw error;
-  }
+  return refusingIncomparable(() =>
+    readPageAudited<ListedRow>(
+      db,
+      statement.limit(query.pageSize + 1),
+      actor,
+      viewEntry(kind, query, workspace),
+    ),
+  );
 }
 
 /** The views of a page, and the cursor of its last row when more rows follow. */
@@ -431,9 +449,10 @@ export async function listEntities(
   request: ListRequest & { workspace?: unknown },
   /**
    * `whole`: keep the fields lists leave out (a datastore's data, a portfolio's securities), for the
-   * SDK's queries without a projection, which answer whole entities as retrieve does.
+   * SDK's queries without a projection, which answer whole entities as retrieve does. `reads`: where
+   * the page may be read (a replica, for a caller that has not just written); the primary otherwise.
    */
-  options: { whole?: boolean } = {},
+  options: { whole?: boolean; reads?: LagTolerantReads } = {},
 ): Promise<ListResult> {
   const query = parseListQuery(request, { isId: (value) => isKindId(kind, value), hasDate: kind.hasDate });
   const workspace = scopeWorkspace(kind, request.workspace);
@@ -441,30 +460,42 @@ export async function listEntities(
   const signature = order.map((key) => (key.descending ? '-' : '') + key.property).join(',');
   const cursor = decodeKeysetToken(request.page_token, signature, order.length);
   const whole = options.whole === true;
-  const read = () => {
-    const candidates = candidateRows(db, actor, kind, query, workspace);
+  const statementOn = (source: Database) => {
+    const candidates = candidateRows(source, actor, kind, query, workspace);
     const time = timeColumnOrder(order, query);
-    const columns = rowColumns(db, whole ? [] : kind.listOmit);
-    const statement =
-      time !== undefined
-        ? timeOrderedStatement(db, candidates, time, order[0]!.descending, cursor, columns)
-        : keyOrderedStatement(db, kind, candidates, order, query.distinctOn, cursor, columns);
-    return readPage(db, statement, actor, kind, query, workspace);
+    const columns = rowColumns(source, whole ? [] : kind.listOmit);
+    return time !== undefined
+      ? timeOrderedStatement(source, candidates, time, order[0]!.descending, cursor, columns)
+      : keyOrderedStatement(source, kind, candidates, order, query.distinctOn, cursor, columns);
   };
+  const read = () => readPage(db, statementOn(db), actor, kind, query, workspace);
   // The default first page, the one most lists ask for, is read in a batch with the others of this
   // turn (list-batch.ts): one statement and one commit for all of them.
-  const rows = batchable(db, actor, kind, query, cursor, whole)
-    ? ((await firstPageBatched(
-        db,
-        kind,
-        {
-          accountId: actor.principal.accountId,
-          workspace: kind.scope === 'workspace' ? workspace : null,
-          pageSize: query.pageSize,
-          actor,
-        },
-        read,
-      )) as ListedRow[])
-    : await read();
+  const onPrimary = async () =>
+    batchable(db, actor, kind, query, cursor, whole)
+      ? ((await firstPageBatched(
+          db,
+          kind,
+          {
+            accountId: actor.principal.accountId,
+            workspace: kind.scope === 'workspace' ? workspace : null,
+            pageSize: query.pageSize,
+            actor,
+          },
+          read,
+        )) as ListedRow[])
+      : await read();
+  const reads = db.isTransaction ? undefined : options.reads;
+  if (reads === undefined) return pageOf(kind, await onPrimary(), query, order, signature, whole);
+  let readOnReplica = false;
+  const rows = await reads.read(actor.principal, async (source, onReplica) => {
+    readOnReplica = onReplica;
+    if (!onReplica) return onPrimary();
+    return refusingIncomparable(
+      async () => (await statementOn(source).limit(query.pageSize + 1)) as ListedRow[],
+    );
+  });
+  // A replica takes no writes: the page's VIEW record goes to the primary once the page is read.
+  if (readOnReplica) await recordPageViewed(db, rows, actor, viewEntry(kind, query, workspace));
   return pageOf(kind, rows, query, order, signature, whole);
 }

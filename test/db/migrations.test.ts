@@ -39,6 +39,9 @@ describe('migrations', () => {
         '20261128020000_run_handoff',
         '20261201000000_secrets',
         '20261201010000_outbound_calls',
+        '20261202010000_run_retention',
+        '20261202030000_audit_partitions',
+        '20261202040000_credential_write_marks',
       ]);
       const applied = await a('knex_migrations').select('name');
       expect(applied).toEqual([
@@ -63,6 +66,9 @@ describe('migrations', () => {
         { name: '20261128020000_run_handoff' },
         { name: '20261201000000_secrets' },
         { name: '20261201010000_outbound_calls' },
+        { name: '20261202010000_run_retention' },
+        { name: '20261202030000_audit_partitions' },
+        { name: '20261202040000_credential_write_marks' },
       ]);
       expect(await migrateLatest(a)).toEqual([]);
     } finally {

@@ -6,6 +6,7 @@ import { createAccount, createApiKey, createUser, type NewApiKey } from '../../e
 import type { Config } from '../../engine/platform/config';
 import type { SimulationEngine } from '../../engine/calculations/simulation-engine';
 import type { Database } from '../../engine/platform/database';
+import type { ReadReplica } from '../../engine/platform/read-replica';
 import { temporalHealthProbe } from '../../engine/platform/dependency-health';
 import {
   connectTemporal,
@@ -63,6 +64,8 @@ export async function createTestApp(
     runner?: (runner: WorkflowRunner) => WorkflowRunner;
     /** The secrets' master keys; TEST_SECRETS otherwise. */
     secrets?: SecretsKeyring;
+    /** A streaming replica of `db` for the lists (test/db/read-replica.test.ts). */
+    replica?: ReadReplica;
   } = {},
 ): Promise<TestApp> {
   const connection = options.temporalAddress
@@ -83,6 +86,7 @@ export async function createTestApp(
     },
     ...(options.loadSampleIntervalMs ? { loadSampleIntervalMs: options.loadSampleIntervalMs } : {}),
     db,
+    ...(options.replica ? { replica: options.replica } : {}),
     workflows: (options.runner ?? ((runner) => runner))(
       temporalWorkflowRunner(temporal, options.taskQueue ?? 'unused-task-queue'),
     ),

