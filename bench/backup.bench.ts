@@ -7,16 +7,16 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createAccount } from '../engine/identity/account-store';
-import { createBackup } from '../engine/runtime/backup/create-backup';
-import { restoreBackup, verifyBackup } from '../engine/runtime/backup/restore-backup';
+import { createBackup } from '../ops/backup/create-backup';
+import { restoreBackup, verifyBackup } from '../ops/backup/restore-backup';
 import {
   findPostgresTool,
   libpqConnection,
   serverMajorVersion,
-} from '../engine/runtime/backup/postgres-tools';
+} from '../ops/backup/postgres-tools';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import { CHUNK_BYTES, newBlobId, writeBlob } from '../engine/files/file-blobs';
-import { startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
+import { startEmbeddedPostgres } from '../ops/embedded/embedded-postgres';
 
 /**
  * `npm run bench -- backup [--quick]`: `pas backup` and `pas restore` (the same functions the CLI

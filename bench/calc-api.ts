@@ -35,7 +35,7 @@ import { parseServerTiming, STAGES } from '../engine/calculations/stage-timing';
 import { createAccount, createApiKey } from '../engine/identity/account-store';
 import { importMarketCsv } from '../engine/market-data/csv-import';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
-import { startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
+import { startEmbeddedPostgres } from '../ops/embedded/embedded-postgres';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import { noWorkflowSchedules } from '../engine/workflows/workflow-schedules';
 import { syntheticMarket } from '../test/calc/support/synthetic-market';

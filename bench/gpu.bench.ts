@@ -91,7 +91,7 @@ function runOnSoftwareAdapter(argv: readonly string[]): void {
   const root = path.resolve(__dirname, '..');
   const installed = spawnSync(
     process.execPath,
-    [path.join(root, 'engine', 'runtime', 'install-lavapipe.mjs')],
+    [path.join(root, 'scripts', 'install-lavapipe.mjs')],
     {
       cwd: root,
       encoding: 'utf8',

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { buildApp } from '../api/app';
 import { createAccount, createApiKey } from '../engine/identity/account-store';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
-import { startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
+import { startEmbeddedPostgres } from '../ops/embedded/embedded-postgres';
 import type { WorkflowRunner } from '../engine/workflows/workflow-runner';
 import { noWorkflowSchedules } from '../engine/workflows/workflow-schedules';
 

@@ -12,7 +12,7 @@ import { StepOutbound } from '../engine/integrations/outbound-calls';
 import { INTEGRATION } from '../engine/kinds/integration';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import type { Actor } from '../engine/platform/principal';
-import { startEmbeddedPostgres } from '../engine/runtime/embedded-postgres';
+import { startEmbeddedPostgres } from '../ops/embedded/embedded-postgres';
 import { SecretsKeyring } from '../engine/secrets/master-key';
 import { newMasterKey } from '../engine/secrets/secret-crypto';
 import { createSecret } from '../engine/secrets/secret-store';

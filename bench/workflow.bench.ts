@@ -38,7 +38,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { findTemporalCli, TemporalCliMissingError } from '../engine/runtime/temporal-dev-server';
+import { findTemporalCli, TemporalCliMissingError } from '../ops/embedded/temporal-dev-server';
 import { freePorts } from '../test/support/free-ports';
 import { bareRunner, eagerBareRunner } from './workflow/bare-runs';
 import { type FairRuns, measureLatency, measureLoad } from './workflow/measure-runs';

@@ -15,8 +15,8 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findGo, GO_TOOLCHAIN, MINIMUM_GO } from '../engine/runtime/install-go.mjs';
-import { LAVAPIPE_DEBS, LAVAPIPE_ROOT, unavailableReason } from '../engine/runtime/install-lavapipe.mjs';
+import { findGo, GO_TOOLCHAIN, MINIMUM_GO } from '../scripts/install-go.mjs';
+import { LAVAPIPE_DEBS, LAVAPIPE_ROOT, unavailableReason } from '../scripts/install-lavapipe.mjs';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

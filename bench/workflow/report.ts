@@ -3,7 +3,7 @@
  * second with the CPU per run, where a run's time goes, and issue 33's targets beside today's figures.
  */
 import os from 'node:os';
-import { TEMPORAL_CLI_VERSION } from '../../engine/runtime/temporal-dev-server';
+import { TEMPORAL_CLI_VERSION } from '../../ops/embedded/temporal-dev-server';
 import { percentile } from '../measure';
 import type { LatencyResults, LoadResults } from './measure-runs';
 import { type BenchOptions, IN_FLIGHT, type Sizes } from './options';

@@ -9,9 +9,9 @@ import {
   DATABASE_PART,
   knownMigrations,
   MANIFEST_NAME,
-} from '../../engine/runtime/backup/backup-manifest';
-import { readTarEntries, TarWriter } from '../../engine/runtime/backup/backup-tar';
-import { findPostgresTool, PostgresToolMissing } from '../../engine/runtime/backup/postgres-tools';
+} from '../../ops/backup/backup-manifest';
+import { readTarEntries, TarWriter } from '../../ops/backup/backup-tar';
+import { findPostgresTool, PostgresToolMissing } from '../../ops/backup/postgres-tools';
 import { connectDatabase, type Database } from '../../engine/platform/database';
 import { freePorts } from '../support/free-ports';
 import { migrationSource } from '../../engine/platform/migrations-source';
@@ -199,7 +199,7 @@ describe('pas restore checks', () => {
     delete env.DATABASE_URL;
     const result = spawnSync(
       process.execPath,
-      [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), 'restore', damaged],
+      [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', damaged],
       {
         env,
         encoding: 'utf8',
@@ -283,7 +283,7 @@ describe('pas restore checks', () => {
     delete env.DATABASE_URL;
     const result = spawnSync(
       process.execPath,
-      [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), 'restore', file],
+      [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', file],
       {
         env,
         encoding: 'utf8',

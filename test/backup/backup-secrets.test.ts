@@ -5,7 +5,7 @@ import knexFactory from 'knex';
 import { createAccount } from '../../engine/identity/account-store';
 import { connectDatabase } from '../../engine/platform/database';
 import type { Actor } from '../../engine/platform/principal';
-import { findPostgresTool } from '../../engine/runtime/backup/postgres-tools';
+import { findPostgresTool } from '../../ops/backup/postgres-tools';
 import { SecretsKeyring } from '../../engine/secrets/master-key';
 import { newMasterKey } from '../../engine/secrets/secret-crypto';
 import { createSecret, readSecretValue } from '../../engine/secrets/secret-store';

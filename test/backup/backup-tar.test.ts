@@ -10,7 +10,7 @@ import {
   TAR_BLOCK,
   tarHeader,
   TarWriter,
-} from '../../engine/runtime/backup/backup-tar';
+} from '../../ops/backup/backup-tar';
 
 /** The backup file is a tar that the system's own `tar` reads, parts of any size included. */
 describe('backup tar', () => {

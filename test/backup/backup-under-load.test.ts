@@ -4,9 +4,9 @@ import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
-import { interruptedRunMessage } from '../../engine/runtime/backup/settle-interrupted-runs';
+import { interruptedRunMessage } from '../../ops/backup/settle-interrupted-runs';
 import { newId } from '../../engine/platform/ids';
-import { embeddedPostgresUrl } from '../../engine/runtime/embedded-postgres';
+import { embeddedPostgresUrl } from '../../ops/embedded/embedded-postgres';
 import { scheduleIdOf } from '../../engine/workflows/workflow-schedules';
 import { freePorts } from '../support/free-ports';
 
@@ -49,7 +49,7 @@ async function start(env: Record<string, string>): Promise<Service> {
   delete childEnv.TEMPORAL_ADDRESS;
   const child = spawn(
     process.execPath,
-    ['--no-node-snapshot', '--import', 'tsx', 'engine/runtime/launcher.ts'],
+    ['--no-node-snapshot', '--import', 'tsx', 'ops/launcher/launcher.ts'],
     { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -79,7 +79,7 @@ function pasIn(
   delete childEnv.DATABASE_URL;
   delete childEnv.TEMPORAL_ADDRESS;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), ...args], {
+    const child = spawn(process.execPath, [path.join(ROOT, 'ops/cli/pas.mjs'), ...args], {
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import knexFactory from 'knex';
-import { interruptedRunMessage } from '../../engine/runtime/backup/settle-interrupted-runs';
+import { interruptedRunMessage } from '../../ops/backup/settle-interrupted-runs';
 import { connectDatabase } from '../../engine/platform/database';
 import { newId } from '../../engine/platform/ids';
 import { scheduleIdOf } from '../../engine/workflows/workflow-schedules';
@@ -83,7 +83,7 @@ test('with TEMPORAL_ADDRESS, pas restore terminates the run workflows left open 
     };
     const restored = spawnSync(
       process.execPath,
-      [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), 'restore', file],
+      [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', file],
       {
         env,
         encoding: 'utf8',

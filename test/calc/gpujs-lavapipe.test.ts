@@ -5,7 +5,7 @@ import { lavapipeEnvironment } from '../support/lavapipe';
 /**
  * The gpu.js kernels executed, not only validated: gpujs-kernels.test.ts runs again in webgpu mode
  * on Mesa's lavapipe (Vulkan on the CPU, through LLVM), fetched into tools/lavapipe by
- * engine/runtime/install-lavapipe.mjs (Debian bookworm-backports .debs, SHA-256 pinned, `dpkg -x`).
+ * scripts/install-lavapipe.mjs (Debian bookworm-backports .debs, SHA-256 pinned, `dpkg -x`).
  * Only that run's processes see it (VK_ICD_FILENAMES, LD_LIBRARY_PATH); nothing is installed into
  * the system. gpujs-api.test.ts runs with them: a stress test and a cvar through the HTTP API with
  * CALC_BACKEND=gpujs on lavapipe, on this run's PostgreSQL (TEST_DATABASE_ADMIN_URL, inherited).

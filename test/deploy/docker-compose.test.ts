@@ -276,7 +276,7 @@ describe('Dockerfile', () => {
     expect(installCommand).toEqual(expect.arrayContaining(['--omit=dev', '--ignore-scripts']));
     // Of the project's postinstall, the image needs pg_dump (pas backup), not the Temporal CLI.
     const after = install!.commands.map((words) => words.join(' '));
-    expect(after).toContain('node engine/runtime/install-postgres-tools.mjs');
+    expect(after).toContain('node scripts/install-postgres-tools.mjs');
     expect(after.some((command) => command.includes('install-temporal-cli'))).toBe(false);
     // Every command of the step, not only the first: `a && b` once ran b's file before it was copied.
     const missing = install!.commands.flatMap((words) =>

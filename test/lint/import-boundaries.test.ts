@@ -41,8 +41,14 @@ describe('import boundaries', () => {
     ],
     [
       'engine/workflows/thing.ts',
-      "import { Supervisor } from '../runtime/supervisor';\nexport const x = Supervisor;\n",
+      "import { Supervisor } from '../../ops/launcher/supervisor';\nexport const x = Supervisor;\n",
     ],
+    ['engine/store/thing.ts', "import { main } from '../../ops/cli/main';\nexport const x = main;\n"],
+    [
+      'api/thing.ts',
+      "import { createBackup } from '../ops/backup/create-backup';\nexport const x = createBackup;\n",
+    ],
+    ['ops/cli/thing.ts', "import { buildApp } from '../../api/app';\nexport const x = buildApp;\n"],
     ['engine/store/thing.ts', "import { buildApp } from '../../api/app';\nexport const x = buildApp;\n"],
   ])('%s: a forbidden import is reported', async (file, code) => {
     expect((await violations(file, code)).length).toBeGreaterThan(0);
@@ -71,21 +77,29 @@ describe('import boundaries', () => {
       "import { INTEGRATION } from '../kinds/integration';\nexport const x = INTEGRATION;\n",
     ],
     [
-      'engine/runtime/thing.ts',
-      "import { runWorkflow } from '../workflows/run-workflow';\nexport const x = runWorkflow;\n",
+      'ops/cli/thing.ts',
+      "import { runWorkflow } from '../../engine/workflows/run-workflow';\nexport const x = runWorkflow;\n",
     ],
   ])('%s: an allowed import passes', async (file, code) => {
     expect(await violations(file, code)).toEqual([]);
   });
 
   // A room missing from the layer table would escape the rule: each one but the last must refuse
-  // an import of the runtime (the top room).
+  // an import of the sdk (the top room).
   test.each(
     readdirSync(path.resolve(__dirname, '../../engine'), { withFileTypes: true })
-      .filter((entry) => entry.isDirectory() && entry.name !== 'runtime')
+      .filter((entry) => entry.isDirectory() && entry.name !== 'sdk')
       .map((entry) => entry.name),
   )('engine/%s/ is in the layer order', async (room) => {
-    const code = "import { Supervisor } from '../runtime/supervisor';\nexport const x = Supervisor;\n";
+    const code =
+      "import { parseSdkRequest } from '../sdk/sdk-function';\nexport const x = parseSdkRequest;\n";
     expect(await violations(`engine/${room}/thing.ts`, code)).toHaveLength(1);
+  });
+
+  test('engine/ holds only the domain and its platform: no entry point is left in it', () => {
+    const rooms = readdirSync(path.resolve(__dirname, '../../engine'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(rooms).not.toContain('runtime');
   });
 });

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * engine/runtime/install-go.mjs fetches a Go toolchain into tools/go when the machine has no Go 1.21 or
+ * scripts/install-go.mjs fetches a Go toolchain into tools/go when the machine has no Go 1.21 or
  * later. Its download is trusted through the module checksum (`h1:`) pinned in the file, so the
  * checksum code must agree with the go command's own: here it is checked on module zips of the go
  * command's download cache (the Temporal server build, which `npm test` runs first, fills it), each
@@ -11,8 +11,8 @@ import path from 'node:path';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const INSTALLER = path.join(ROOT, 'engine', 'runtime', 'install-go.mjs');
-const WHEEL = path.join(ROOT, 'engine', 'runtime', 'pypi-wheel.mjs');
+const INSTALLER = path.join(ROOT, 'scripts', 'install-go.mjs');
+const WHEEL = path.join(ROOT, 'scripts', 'pypi-wheel.mjs');
 
 /** Runs an ES module snippet that imports the installer; answers its JSON output. */
 function esm(code: string, env: NodeJS.ProcessEnv = process.env): unknown {

@@ -111,7 +111,7 @@ async function startLauncher(env: Record<string, string>): Promise<Started> {
   let output = '';
   const child = spawn(
     process.execPath,
-    ['--no-node-snapshot', '--import', 'tsx', 'engine/runtime/launcher.ts'],
+    ['--no-node-snapshot', '--import', 'tsx', 'ops/launcher/launcher.ts'],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },
@@ -237,7 +237,7 @@ describe('launcher', () => {
     delete cliEnv.DATABASE_URL;
     const created = spawnSync(
       process.execPath,
-      [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), 'keys', 'create', '--json'],
+      [path.join(ROOT, 'ops/cli/pas.mjs'), 'keys', 'create', '--json'],
       { env: cliEnv, encoding: 'utf8', timeout: 60_000 },
     );
     expect(created.status).toBe(0);
@@ -478,7 +478,7 @@ describe('launcher', () => {
   test('a malformed variable stops start-up with a message naming it', async () => {
     const child = spawn(
       process.execPath,
-      ['--no-node-snapshot', '--import', 'tsx', 'engine/runtime/launcher.ts'],
+      ['--no-node-snapshot', '--import', 'tsx', 'ops/launcher/launcher.ts'],
       {
         cwd: ROOT,
         env: { ...process.env, ...env, RATE_LIMIT_PER_MINUTE: 'lots' },

@@ -27,7 +27,7 @@ async function timedStart(extra: Record<string, string>): Promise<Start> {
   const started = performance.now();
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--no-node-snapshot', '--import', 'tsx', 'engine/runtime/launcher.ts'],
+    ['--no-node-snapshot', '--import', 'tsx', 'ops/launcher/launcher.ts'],
     {
       cwd: ROOT,
       env: {

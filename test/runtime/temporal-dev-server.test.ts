@@ -8,7 +8,7 @@ import {
   type TemporalDevServer,
   findTemporalCli,
   startTemporalDevServer,
-} from '../../engine/runtime/temporal-dev-server';
+} from '../../ops/embedded/temporal-dev-server';
 import { PROJECT_ROOT } from '../support/global-setup';
 import { freePorts } from '../support/free-ports';
 import { eventually, hostService, isRunning } from './fixtures/child-services';

@@ -1,12 +1,12 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../engine/runtime/embedded-postgres';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../ops/embedded/embedded-postgres';
 import {
   type TemporalDevServer,
   TemporalCliMissingError,
   findTemporalCli,
   startTemporalDevServer,
-} from '../../engine/runtime/temporal-dev-server';
+} from '../../ops/embedded/temporal-dev-server';
 import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
 import { freePorts } from './free-ports';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /**
- * Mesa's lavapipe in tools/lavapipe (engine/runtime/install-lavapipe.mjs fetches it the first time,
+ * Mesa's lavapipe in tools/lavapipe (scripts/install-lavapipe.mjs fetches it the first time,
  * as pinned .debs unpacked with `dpkg -x`), and the environment that makes a process see it:
  * VK_ICD_FILENAMES and LD_LIBRARY_PATH, for the processes a test starts, never for the machine.
  * Where it cannot be had (another OS or architecture, a missing library) this throws the
@@ -13,7 +13,7 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export function lavapipeEnvironment(): { VK_ICD_FILENAMES: string; LD_LIBRARY_PATH: string } {
   const installed = spawnSync(
     process.execPath,
-    [path.join(ROOT, 'engine', 'runtime', 'install-lavapipe.mjs')],
+    [path.join(ROOT, 'scripts', 'install-lavapipe.mjs')],
     { cwd: ROOT, encoding: 'utf8', timeout: 300_000 },
   );
   if (installed.status !== 0)

@@ -3,7 +3,7 @@ import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Runs the real `pas` bin (engine/runtime/cli/pas.mjs) against the database at `url`; waits for it. */
+/** Runs the real `pas` bin (ops/cli/pas.mjs) against the database at `url`; waits for it. */
 export function pas(
   url: string,
   ...args: string[]
@@ -17,7 +17,7 @@ export function pasWith(
   url: string,
   ...args: string[]
 ): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'engine/runtime/cli/pas.mjs'), ...args], {
+  const result = spawnSync(process.execPath, [path.join(ROOT, 'ops/cli/pas.mjs'), ...args], {
     env: { ...process.env, ...env, DATABASE_URL: url },
     encoding: 'utf8',
     timeout: 60_000,

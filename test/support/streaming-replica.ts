@@ -4,8 +4,8 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../engine/runtime/embedded-postgres';
-import { findPostgresTool, serverMajorVersion } from '../../engine/runtime/backup/postgres-tools';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../ops/embedded/embedded-postgres';
+import { findPostgresTool, serverMajorVersion } from '../../ops/backup/postgres-tools';
 import { freePorts } from './free-ports';
 
 /**

@@ -6,8 +6,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import knexFactory from 'knex';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../engine/runtime/embedded-postgres';
-import { findTemporalCli } from '../../engine/runtime/temporal-dev-server';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../ops/embedded/embedded-postgres';
+import { findTemporalCli } from '../../ops/embedded/temporal-dev-server';
 import {
   adminJob,
   appProcess,
@@ -253,9 +253,9 @@ export async function checkPrerequisites(): Promise<void> {
   }
 }
 
-/** Builds (or reuses) the pinned Temporal server: engine/runtime/build-temporal-server.mjs. */
+/** Builds (or reuses) the pinned Temporal server: scripts/build-temporal-server.mjs. */
 export async function temporalServerBuild(): Promise<{ folder: string; version: string }> {
-  const script = path.join(ROOT, 'engine', 'runtime', 'build-temporal-server.mjs');
+  const script = path.join(ROOT, 'scripts', 'build-temporal-server.mjs');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, '--json'], {
       cwd: ROOT,

@@ -7,7 +7,7 @@ import {
   startTemporalDevServer,
   TemporalCliMissingError,
   type TemporalDevServer,
-} from '../../engine/runtime/temporal-dev-server';
+} from '../../ops/embedded/temporal-dev-server';
 import {
   dispatchDueRuns,
   dispatchRun,

@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { loadConfig } from '../../platform/config';
-import { type Database, migrateLatest } from '../../platform/database';
-import { InvalidInput } from '../../platform/errors';
+import { loadConfig } from '../../engine/platform/config';
+import { type Database, migrateLatest } from '../../engine/platform/database';
+import { InvalidInput } from '../../engine/platform/errors';
 import {
   type ArchiveManifest,
   manifestPathOf,
   pruneToArchive,
   verifyRunArchive,
-} from '../../workflows/run-archive';
-import { describeCounts, purgeRunHistory, type PurgeActor } from '../../workflows/run-retention';
+} from '../../engine/workflows/run-archive';
+import { describeCounts, purgeRunHistory, type PurgeActor } from '../../engine/workflows/run-retention';
 import { openCliDatabase } from './cli-database';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
-import type { Config } from '../../platform/config';
-import { connectDatabase, type Database } from '../../platform/database';
-import { embeddedPostgresUrl, startEmbeddedPostgres } from '../embedded-postgres';
+import type { Config } from '../../engine/platform/config';
+import { connectDatabase, type Database } from '../../engine/platform/database';
+import { embeddedPostgresUrl, startEmbeddedPostgres } from '../embedded/embedded-postgres';
 
 /** Whether something listens on 127.0.0.1:`port` (the embedded PostgreSQL of a running service). */
 export function portOpen(port: number): Promise<boolean> {

@@ -10,7 +10,7 @@
 // runs this first. Not part of `npm ci` (the Docker image runs that and needs none of it). A first build
 // takes about 10 minutes on 2 cores; later runs reuse the cache. Prints the folder as its last line.
 //
-//   node engine/runtime/build-temporal-server.mjs [--json]
+//   node scripts/build-temporal-server.mjs [--json]
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, cp, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -29,7 +29,7 @@ const BUILD = {
 /** Part of the cache key: a changed recipe rebuilds. */
 const RECIPE = 1;
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CACHE_ROOT = path.join(projectRoot, 'tools', 'temporal-server');
 
 const log = (line) => console.error(`[temporal-server] ${line}`);

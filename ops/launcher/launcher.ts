@@ -1,21 +1,21 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { ensureOwnerAccount } from '../identity/account-store';
+import { ensureOwnerAccount } from '../../engine/identity/account-store';
 import { performance } from 'node:perf_hooks';
-import { type Config, ConfigError, loadConfig } from '../platform/config';
-import { logFormatOf } from '../platform/log-format';
-import { connectDatabase, migrateLatest } from '../platform/database';
-import { SEARCH_ATTRIBUTES } from '../workflows/run-input';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres';
-import { SecretsKeyring } from '../secrets/master-key';
+import { type Config, ConfigError, loadConfig } from '../../engine/platform/config';
+import { logFormatOf } from '../../engine/platform/log-format';
+import { connectDatabase, migrateLatest } from '../../engine/platform/database';
+import { SEARCH_ATTRIBUTES } from '../../engine/workflows/run-input';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../embedded/embedded-postgres';
+import { SecretsKeyring } from '../../engine/secrets/master-key';
 import { exponentialBackoff, type Instance, Supervisor } from './supervisor';
 import {
   findTemporalCli,
   startTemporalDevServer,
   TemporalCliMissingError,
   type TemporalDevServer,
-} from './temporal-dev-server';
+} from '../embedded/temporal-dev-server';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 

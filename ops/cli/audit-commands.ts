@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../platform/config';
-import { type Database, migrateLatest } from '../../platform/database';
+import { loadConfig } from '../../engine/platform/config';
+import { type Database, migrateLatest } from '../../engine/platform/database';
 import {
   archiveAuditMonths,
   dropRestoredAuditMonth,
   listRestoredAuditMonths,
   restoreAuditArchive,
-} from '../../store/audit-archive';
-import { ensureAuditPartitions, listAuditPartitions } from '../../store/audit-partitions';
+} from '../../engine/store/audit-archive';
+import { ensureAuditPartitions, listAuditPartitions } from '../../engine/store/audit-partitions';
 import { openCliDatabase } from './cli-database';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);

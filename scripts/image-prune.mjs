@@ -3,7 +3,7 @@
 // Each rule says why it is safe; test/deploy/image.test.ts runs the image's api, worker (JavaScript and
 // Python steps), migrations and `pas backup`/`pas restore` on the result.
 //
-//   node engine/runtime/image-prune.mjs /app
+//   node scripts/image-prune.mjs /app
 import { existsSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 

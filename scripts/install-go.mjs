@@ -9,7 +9,7 @@
 // No root is needed and nothing outside the project is written. Plain Node with no dependencies, like
 // the other install steps.
 //
-//   node engine/runtime/install-go.mjs          # prints the go binary it found or installed
+//   node scripts/install-go.mjs          # prints the go binary it found or installed
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -33,7 +33,7 @@ export const GO_TOOLCHAIN = {
   },
 };
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const GO_ROOT = path.join(projectRoot, 'tools', 'go');
 
 const log = (line) => console.error(`[go] ${line}`);
@@ -154,7 +154,7 @@ export async function installGo() {
     await rm(partial, { recursive: true, force: true });
     await rm(zip, { force: true });
     throw new Error(
-      `${url}: checksum ${actual}, expected ${expected} (the pin in engine/runtime/install-go.mjs)`,
+      `${url}: checksum ${actual}, expected ${expected} (the pin in scripts/install-go.mjs)`,
     );
   }
   await rm(target, { recursive: true, force: true });

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pinned = path.join(root, 'node_modules', 'node', 'bin', 'node');
 const node = existsSync(pinned) ? pinned : process.execPath;
 const result = spawnSync(
@@ -14,7 +14,7 @@ const result = spawnSync(
     '--no-node-snapshot',
     '--import',
     import.meta.resolve('tsx'),
-    path.join(root, 'engine', 'runtime', 'cli', 'main.ts'),
+    path.join(root, 'ops', 'cli', 'main.ts'),
     ...process.argv.slice(2),
   ],
   // The project root, so a relative DATA_DIR means the same folder as for `npm start`.

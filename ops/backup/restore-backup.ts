@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { connectDatabase, migrateLatest } from '../../platform/database';
+import { connectDatabase, migrateLatest } from '../../engine/platform/database';
 import {
   type BackupManifest,
   checkMigrationLevel,

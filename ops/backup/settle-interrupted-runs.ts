@@ -1,5 +1,5 @@
-import type { Database } from '../../platform/database';
-import { endWorkflowExecution } from '../../workflows/execution-records';
+import type { Database } from '../../engine/platform/database';
+import { endWorkflowExecution } from '../../engine/workflows/execution-records';
 
 /**
  * The rule for runs that were RUNNING when the backup's snapshot was taken: they are marked FAILED,

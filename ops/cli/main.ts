@@ -10,15 +10,15 @@ import {
   revokeApiKey,
   revokeOAuthClient,
   setUserPermissions,
-} from '../../identity/account-store';
-import { PERMISSIONS } from '../../platform/principal';
-import { loadConfig } from '../../platform/config';
-import { type Database, migrateLatest } from '../../platform/database';
-import { InvalidInput } from '../../platform/errors';
-import { findSecurities, importSecuritiesCsv } from '../../market-data/securities-master';
-import { importMarketCsv, type SeriesKind } from '../../market-data/csv-import';
-import { listPriceSymbols } from '../../market-data/price-store';
-import { publishTemplateFolderAs } from '../../worker-templates/template-folder';
+} from '../../engine/identity/account-store';
+import { PERMISSIONS } from '../../engine/platform/principal';
+import { loadConfig } from '../../engine/platform/config';
+import { type Database, migrateLatest } from '../../engine/platform/database';
+import { InvalidInput } from '../../engine/platform/errors';
+import { findSecurities, importSecuritiesCsv } from '../../engine/market-data/securities-master';
+import { importMarketCsv, type SeriesKind } from '../../engine/market-data/csv-import';
+import { listPriceSymbols } from '../../engine/market-data/price-store';
+import { publishTemplateFolderAs } from '../../engine/worker-templates/template-folder';
 import { addBackupCommands } from './backup-commands';
 import { addSecretsCommands } from './secrets-commands';
 import { addAuditCommands } from './audit-commands';

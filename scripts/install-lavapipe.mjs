@@ -12,7 +12,7 @@
 // other libraries the driver links (LLVM 15, libxcb, libwayland, …) are bookworm's, present on the
 // Debian 12 machines the suite runs on; `ldd` names any that is missing.
 //
-//   node engine/runtime/install-lavapipe.mjs     # prints the folder, or why it cannot be had here
+//   node scripts/install-lavapipe.mjs     # prints the folder, or why it cannot be had here
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -57,7 +57,7 @@ export const LAVAPIPE_DEBS = [
   },
 ];
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const LAVAPIPE_ROOT = path.join(projectRoot, 'tools', 'lavapipe', LAVAPIPE_DEBS[0].version);
 const LIB_DIR = 'usr/lib/x86_64-linux-gnu';
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { migrationSource } from '../../platform/migrations-source';
+import { migrationSource } from '../../engine/platform/migrations-source';
 
 /**
  * manifest.json, the last part of a backup file: what made it, from which migration level, when,
@@ -39,7 +39,7 @@ export interface BackupManifest {
   parts: BackupPart[];
 }
 
-const PROJECT_ROOT = path.resolve(__dirname, '..', '..', '..');
+const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 
 export function serviceIdentity(): { name: string; version: string } {
   const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {

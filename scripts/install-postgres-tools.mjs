@@ -17,7 +17,7 @@ const VERSION = '18.6.0';
 /** What a backup and a standby need; libpq.so.5 is a link to libpq.so.5.18 in the archive. */
 const MEMBERS = ['bin/pg_dump', 'bin/pg_restore', 'bin/pg_basebackup', 'lib/libpq.so.5', 'lib/libpq.so.5.18'];
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const toolsDir = path.join(projectRoot, 'tools');
 const target = path.join(toolsDir, 'postgresql');
 const versionFile = path.join(toolsDir, 'postgresql.version');
@@ -97,7 +97,7 @@ try {
   console.warn(
     `[postgres-tools] Could not install pg_dump/pg_restore/pg_basebackup ${VERSION}: ${reason}\n` +
       '`pas backup` and `pas restore` then use the pg_dump and pg_restore on PATH (their major version ' +
-      "must be at least the server's); rerun this step when online: node engine/runtime/install-postgres-tools.mjs",
+      "must be at least the server's); rerun this step when online: node scripts/install-postgres-tools.mjs",
   );
   // Installing dependencies must not fail for an optional convenience download.
   process.exitCode = 0;

@@ -1,5 +1,5 @@
-import { loadConfig } from '../platform/config';
-import { connectDatabase, migrateLatest } from '../platform/database';
+import { loadConfig } from '../../engine/platform/config';
+import { connectDatabase, migrateLatest } from '../../engine/platform/database';
 
 /** `npm run migrate`: apply pending migrations to DATABASE_URL (used by the scale-out deployment). */
 async function main(): Promise<void> {
