@@ -5,22 +5,16 @@ import { type AnalyticsKind, runAnalyticsCalculation } from '../../engine/calcul
 import { type BookKind, runBookCalculation } from '../../engine/calculations/book-analytics';
 import { CALCULATION_ENTITY } from '../../engine/calculations/calculation-service';
 import type { Database } from '../../engine/platform/database';
+import { CALCULATION_BODIES, type CalculationBodyOf } from '../../engine/calculations/calculation-schemas';
 import {
   Backtest,
-  BacktestBody,
   BacktestStatisticsResult,
   MarginalTrackingError,
-  MarginalTrackingErrorBody,
   Exposure,
-  ExposureBody,
   ParametricRiskAttribution,
-  ParametricRiskAttributionBody,
   Properties,
-  PropertiesBody,
   Sensitivity,
-  SensitivityBody,
   UnderlyingStressSensitivity,
-  UnderlyingStressSensitivityBody,
 } from '../schemas/analytics';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../../engine/store/field-schemas';
@@ -31,11 +25,13 @@ const tags = ['Calculations'];
 // Failed runs are audited as EXECUTE on a Calculation, like the successful ones.
 const config = { auditEntity: CALCULATION_ENTITY, auditOperation: 'EXECUTE' } as const;
 
-/** Each endpoint of calc-methodology §16–§21: its body, its response object (under its own key). */
+/**
+ * Each endpoint of calc-methodology §16–§21: its response object (under its own key); its body is
+ * CALCULATION_BODIES[kind], the schema a worker's SDK call is validated with too.
+ */
 const ENDPOINTS: ReadonlyArray<{
   kind: AnalyticsKind | BookKind;
   summary: string;
-  body: TSchema;
   response: TSchema;
   /** §20–§21 take whole books (the clients' own bodies). */
   books?: true;
@@ -43,51 +39,43 @@ const ENDPOINTS: ReadonlyArray<{
   {
     kind: 'exposure',
     summary: 'Exposure: each position’s notional and delta-adjusted exposure; long, short, gross and net',
-    body: ExposureBody,
     response: Exposure,
   },
   {
     kind: 'parametric_risk_attribution',
     summary: 'Parametric risk attribution: volatility, VaR and CVaR from the covariance, split by Euler',
-    body: ParametricRiskAttributionBody,
     response: ParametricRiskAttribution,
   },
   {
     kind: 'sensitivity',
     summary: 'Sensitivity: each position’s Black–Scholes delta, gamma, vega or theta',
-    body: SensitivityBody,
     response: Sensitivity,
   },
   {
     kind: 'underlying_stress_sensitivity',
     summary: 'Underlying stress sensitivity: P&L of a full revaluation when each underlying moves',
-    body: UnderlyingStressSensitivityBody,
     response: UnderlyingStressSensitivity,
   },
   {
     kind: 'properties',
     summary: 'Properties: exposure, betas, risk and Greeks of the portfolio in one object',
-    body: PropertiesBody,
     response: Properties,
   },
   {
     kind: 'marginal_tracking_error',
     summary: 'Marginal tracking error: TE of a book against a benchmark book, and each symbol’s share of it',
-    body: MarginalTrackingErrorBody,
     response: MarginalTrackingError,
     books: true,
   },
   {
     kind: 'backtest',
     summary: 'Backtest: buy and hold of the book over a date range, its indexed series and statistics',
-    body: BacktestBody,
     response: Backtest,
     books: true,
   },
   {
     kind: 'backtest_statistics',
     summary: 'Backtest statistics: the backtest’s statistics (output_type summary by default)',
-    body: BacktestBody,
     response: BacktestStatisticsResult,
     books: true,
   },
@@ -109,7 +97,7 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
         schema: {
           tags,
           summary: endpoint.summary,
-          body: endpoint.body,
+          body: CALCULATION_BODIES[endpoint.kind],
           querystring: WorkspaceQuery,
           response: {
             200: Type.Object({ [endpoint.kind]: Type.Ref(endpoint.response.$id!) }),
@@ -119,15 +107,22 @@ const analyticsRoutes: FastifyPluginAsyncTypebox<{ db: Database; backend?: Simul
       },
       async (request, reply) => ({
         [endpoint.kind]: await timedCalculation(request, reply, (timer) => {
-          const body = request.body as Record<string, unknown>;
           const workspace = (request.query as { workspace?: string }).workspace;
+          // Fastify has validated the body with CALCULATION_BODIES[endpoint.kind].
           return endpoint.books
-            ? runBookCalculation(db, request.actor, endpoint.kind as BookKind, body, workspace, timer)
+            ? runBookCalculation(
+                db,
+                request.actor,
+                endpoint.kind as BookKind,
+                request.body as CalculationBodyOf<BookKind>,
+                workspace,
+                timer,
+              )
             : runAnalyticsCalculation(
                 db,
                 request.actor,
                 endpoint.kind as AnalyticsKind,
-                body,
+                request.body as CalculationBodyOf<AnalyticsKind>,
                 workspace,
                 {},
                 backend,

@@ -7,7 +7,7 @@ import {
 } from '../../engine/calculations/calculation-service';
 import type { SimulationBackend } from '../../calc';
 import type { Database } from '../../engine/platform/database';
-import { RiskAttributionBody, StressTestBody } from '../schemas/calculation';
+import { RiskAttributionBody, StressTestBody } from '../../engine/calculations/calculation-schemas';
 import { errorResponses } from '../schemas/common';
 import { WorkspaceParam } from '../../engine/store/field-schemas';
 import { plainJsonSerializer, serverTiming, timedCalculation } from '../http/server-timing';

@@ -1,43 +1,34 @@
 /**
  * The analytics beside the stress test (methodology §16–§19): exposure, parametric risk attribution,
- * sensitivity, underlying stress sensitivity and properties. Each takes the same common body as the
- * two simulated calculations (portfolio_id, securities, date, base_currency, nlv, aggregation, filter,
- * …), checked by the same code, reads the same market, and is audited as EXECUTE on a Calculation.
- * One table below says, per kind, which extra fields it checks and which calc/ function runs it; the
- * routes and the workers' SDK both go through `runAnalyticsCalculation`.
+ * sensitivity, underlying stress sensitivity and properties. Each takes a part of the common body of
+ * the two simulated calculations (portfolio_id, securities, date, base_currency, nlv, aggregation,
+ * filter, …), validated at the edge with its schema (calculation-schemas.ts) and made ready by the
+ * same code, reads the same market, and is audited as EXECUTE on a Calculation. One table below says,
+ * per kind, which of its own fields it passes and which calc/ function runs it; the routes and the
+ * workers' SDK both go through `runAnalyticsCalculation`.
  */
 import {
-  checkStressValues,
   type CalcOptions,
-  MAX_HISTORICAL_DAYS,
-  MAX_STRESS_VALUES,
-  MIN_HISTORICAL_DAYS,
   prepareProperties,
   runExposure,
   runParametricRiskAttribution,
   runSensitivity,
   runUnderlyingStressSensitivity,
-  SENSITIVITY_TYPES,
-  type SensitivityType,
   type SimulationBackend,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
 import type { SeriesSource } from '../../calc/market-data';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
-import { InvalidInput } from '../platform/errors';
 import {
   asInvalidInput,
   auditCalculation,
-  type CalculationBody,
   checkedMarket,
   type CheckedRequest,
   looseBoolean,
 } from './calculation-service';
+import { type CalculationBodyOf, declaredFields, type SensitivityBody } from './calculation-schemas';
 import { StageTimer } from './stage-timing';
-
-/** The model's limits, as the API's schemas state them. */
-export { MAX_HISTORICAL_DAYS, MAX_STRESS_VALUES, MIN_HISTORICAL_DAYS, SENSITIVITY_TYPES };
 
 export const ANALYTICS_KINDS = [
   'exposure',
@@ -48,47 +39,11 @@ export const ANALYTICS_KINDS = [
 ] as const;
 export type AnalyticsKind = (typeof ANALYTICS_KINDS)[number];
 
-const given = (value: unknown) => value !== undefined && value !== null;
-
-function sensitivityFields(body: CalculationBody) {
-  const type = body.sensitivity_type ?? 'delta';
-  if (!SENSITIVITY_TYPES.includes(type as SensitivityType)) {
-    throw new InvalidInput(
-      `sensitivity_type must be one of ${SENSITIVITY_TYPES.map((t) => JSON.stringify(t)).join(', ')}.`,
-    );
-  }
-  return {
-    sensitivity_type: type as SensitivityType,
-    compute_notional: looseBoolean(body.compute_notional, 'compute_notional', false),
-  };
-}
-
-function parametricFields(body: CalculationBody) {
-  const days = body.historical_days;
-  if (
-    given(days) &&
-    !(
-      Number.isInteger(days) &&
-      (days as number) >= MIN_HISTORICAL_DAYS &&
-      (days as number) <= MAX_HISTORICAL_DAYS
-    )
-  ) {
-    throw new InvalidInput(
-      `historical_days must be a whole number of observations from ${MIN_HISTORICAL_DAYS} to ${MAX_HISTORICAL_DAYS}.`,
-    );
-  }
-  const decay = body.exponential_decay;
-  if (given(decay) && !(typeof decay === 'number' && decay > 0 && decay <= 1)) {
-    throw new InvalidInput(
-      'exponential_decay must be a number greater than 0 and at most 1 (1: equal weights).',
-    );
-  }
-  return {
-    historical_days: given(days) ? (days as number) : null,
-    exponential_decay: given(decay) ? (decay as number) : null,
-    use_cashflow: looseBoolean(body.use_cashflow, 'use_cashflow', true),
-  };
-}
+/** The defaults of a sensitivity's own fields, "True"/"False" read as booleans. */
+const sensitivityFields = (body: Pick<SensitivityBody, 'sensitivity_type' | 'compute_notional'>) => ({
+  sensitivity_type: body.sensitivity_type ?? 'delta',
+  compute_notional: looseBoolean(body.compute_notional, false),
+});
 
 interface Run {
   readonly checked: CheckedRequest;
@@ -98,31 +53,33 @@ interface Run {
   readonly timer: StageTimer;
 }
 
-interface AnalyticsDeclaration {
+interface AnalyticsDeclaration<K extends AnalyticsKind> {
   /** What the audit record says was run. */
   readonly noun: string;
-  /** The kind's own fields, checked before any market data is read. */
-  check(body: CalculationBody): Record<string, unknown>;
-  run(run: Run, fields: Record<string, unknown>): Promise<unknown>;
+  run(run: Run, body: CalculationBodyOf<K>): Promise<unknown>;
 }
 
 const common = (checked: CheckedRequest) => checked.common;
 
-/** Per kind: its own fields and the calc/ call (the common body is checked once for all). */
-export const ANALYTICS: Readonly<Record<AnalyticsKind, AnalyticsDeclaration>> = {
+/** Per kind: its own fields and the calc/ call (the common body is made ready once for all). */
+export const ANALYTICS: { readonly [K in AnalyticsKind]: AnalyticsDeclaration<K> } = {
   exposure: {
     noun: 'exposure',
-    check: () => ({}),
     run: async ({ checked, market, options }) =>
       asInvalidInput(() => runExposure(common(checked), market, options, checked)),
   },
   parametric_risk_attribution: {
     noun: 'parametric risk attribution',
-    check: parametricFields,
-    run: async ({ checked, market, options }, fields) =>
+    run: async ({ checked, market, options }, body) =>
       asInvalidInput(() =>
         runParametricRiskAttribution(
-          { ...common(checked), confidence: checked.confidence, ...fields },
+          {
+            ...common(checked),
+            confidence: checked.confidence,
+            historical_days: body.historical_days ?? null,
+            exponential_decay: body.exponential_decay ?? null,
+            use_cashflow: looseBoolean(body.use_cashflow, true),
+          },
           market,
           options,
           checked,
@@ -131,20 +88,17 @@ export const ANALYTICS: Readonly<Record<AnalyticsKind, AnalyticsDeclaration>> = 
   },
   sensitivity: {
     noun: 'sensitivity',
-    check: sensitivityFields,
-    run: async ({ checked, market, options }, fields) =>
-      asInvalidInput(() => runSensitivity({ ...common(checked), ...fields }, market, options, checked)),
+    run: async ({ checked, market, options }, body) =>
+      asInvalidInput(() =>
+        runSensitivity({ ...common(checked), ...sensitivityFields(body) }, market, options, checked),
+      ),
   },
   underlying_stress_sensitivity: {
     noun: 'underlying stress sensitivity',
-    check: (body) => ({
-      ...sensitivityFields(body),
-      stress_values: asInvalidInput(() => checkStressValues(body.stress_values)),
-    }),
-    run: async ({ checked, market, options }, fields) =>
+    run: async ({ checked, market, options }, body) =>
       asInvalidInput(() =>
         runUnderlyingStressSensitivity(
-          { ...common(checked), ...(fields as { stress_values: number[] }) },
+          { ...common(checked), ...sensitivityFields(body), stress_values: body.stress_values },
           market,
           options,
           checked,
@@ -153,7 +107,6 @@ export const ANALYTICS: Readonly<Record<AnalyticsKind, AnalyticsDeclaration>> = 
   },
   properties: {
     noun: 'properties',
-    check: () => ({}),
     run: async ({ checked, market, options, backend, timer }) => {
       const prepared = timer.timeSync('estimation', () =>
         asInvalidInput(() =>
@@ -178,37 +131,31 @@ export const ANALYTICS: Readonly<Record<AnalyticsKind, AnalyticsDeclaration>> = 
 const REFERENCE: SimulationBackend = referenceBackend();
 
 /**
- * POST /calculations/<kind> for the kinds of §16–§19: checks the body (common fields as for risk
- * attribution, then the kind's own), loads the market up to `date`, runs, audits (EXECUTE). The
- * figures are computed (and reported: aggregation, filter) in the `estimation` stage of `timer`;
- * properties' Monte Carlo var and cvar in `simulation`.
+ * POST /calculations/<kind> for the kinds of §16–§19: the body made ready (its common fields as for
+ * risk attribution), the market up to `date`, the run, the audit record (EXECUTE). Only the fields the
+ * kind's schema declares are read: another key of the body (a field of another calculation) is
+ * ignored, as the document says. The figures are computed (and reported: aggregation, filter) in the
+ * `estimation` stage of `timer`; properties' Monte Carlo var and cvar in `simulation`.
  */
-export async function runAnalyticsCalculation(
+export async function runAnalyticsCalculation<K extends AnalyticsKind>(
   db: Database,
   actor: Actor,
-  kind: AnalyticsKind,
-  body: CalculationBody,
-  workspace: unknown,
+  kind: K,
+  body: CalculationBodyOf<K>,
+  workspace: string | undefined,
   options: CalcOptions = {},
   backend: SimulationBackend = REFERENCE,
   timer: StageTimer = new StageTimer(),
 ): Promise<unknown> {
-  const declaration = ANALYTICS[kind];
+  const declaration = ANALYTICS[kind] as AnalyticsDeclaration<K>;
+  const fields = declaredFields(kind, body);
   // Horizon, confidence and the common fields take risk attribution's rules (§17, §19: "as risk attribution").
-  const { checked, market, fields } = await checkedMarket(
-    db,
-    actor,
-    'risk_attribution',
-    body,
-    workspace,
-    timer,
-    () => declaration.check(body),
-  );
+  const { checked, market } = await checkedMarket(db, actor, 'risk_attribution', fields, workspace, timer);
   const run = { checked, market, options, backend, timer };
   const result =
     kind === 'properties'
       ? await declaration.run(run, fields)
       : await timer.time('estimation', () => declaration.run(run, fields));
-  await timer.time('audit', () => auditCalculation(db, actor, ANALYTICS[kind].noun, kind, checked));
+  await timer.time('audit', () => auditCalculation(db, actor, declaration.noun, kind, checked));
   return result;
 }

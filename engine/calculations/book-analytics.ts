@@ -1,9 +1,11 @@
 /**
  * The calculations on whole books (methodology §20, §21): marginal tracking error of one book against
  * another, and the buy-and-hold backtest with its statistics. Their bodies are the clients' own
- * (`portfolio1`/`portfolio2`, `portfolio`, `backtest_*`), so they are checked here rather than by the
- * common body of §16–§19; the market, the audit record and the Server-Timing stages are the same.
- * The routes and the workers' SDK both go through `runBookCalculation`.
+ * (`portfolio1`/`portfolio2`, `portfolio`, `backtest_*`), validated at the edge with their schemas
+ * (calculation-schemas.ts); here a book is resolved (a stored portfolio, its 404) and its positions
+ * checked where no schema can (their limit with nlv, distinct ids). The market, the audit record and
+ * the Server-Timing stages are the calculations' own. The routes and the workers' SDK both go through
+ * `runBookCalculation`.
  */
 import {
   type BacktestRequest,
@@ -24,18 +26,17 @@ import {
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { InvalidInput } from '../platform/errors';
-import { checkDate } from '../store/entity-fields';
-import { checkCurrency, checkNlv, checkSecurities, type Security } from '../kinds/security-positions';
+import { type PositionInput, positionsOf, type Security } from '../kinds/security-positions';
 import {
   asInvalidInput,
   auditCalculation,
   calcSecurity,
-  type CalculationBody,
   looseBoolean,
   portfolioDefaults,
   type PortfolioDefaults,
   symbolsFor,
 } from './calculation-service';
+import type { BacktestBody, InlineBook, MarginalTrackingErrorBody } from './calculation-schemas';
 import { seriesCacheOf } from './series-cache';
 import { StageTimer } from './stage-timing';
 
@@ -59,9 +60,7 @@ const NOUNS: Record<BookKind, string> = {
   backtest_statistics: 'backtest statistics',
 };
 
-const given = (value: unknown) => value !== undefined && value !== null;
-
-/** A book as checked: its stored portfolio (when named by id) and its positions as calc/ takes them. */
+/** A book made ready: its stored portfolio (when named by id) and its positions as calc/ takes them. */
 interface CheckedBook {
   portfolio: PortfolioDefaults | null;
   securities: Security[];
@@ -98,73 +97,47 @@ async function checkBook(
   db: Database,
   accountId: string,
   field: string,
-  value: unknown,
+  value: string | InlineBook,
   workspace: unknown,
 ): Promise<CheckedBook> {
-  if (typeof value === 'string' && value !== '') {
+  if (typeof value === 'string') {
     const stored = (await portfolioDefaults(db, accountId, value, workspace))!;
-    const securities = within(field, () => checkSecurities(stored.securities, stored.nlv));
+    const securities = within(field, () => positionsOf(stored.securities, stored.nlv));
     return bookOf(stored, securities, {
       date: stored.date,
       base_currency: stored.base_currency,
       nlv: stored.nlv,
     });
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new InvalidInput(`${field} must be a portfolio id or an object with securities.`);
-  }
-  const inline = value as Record<string, unknown>;
-  if (!given(inline.securities)) throw new InvalidInput(`${field}.securities is required.`);
-  return within(field, () => {
-    const nlv = checkNlv(inline.nlv);
-    return bookOf(null, checkSecurities(inline.securities, nlv), {
-      date: checkDate(inline.date),
-      base_currency: given(inline.base_currency) ? checkCurrency(inline.base_currency) : 'USD',
-      nlv,
-    });
-  });
+  const nlv = value.nlv ?? null;
+  return bookOf(
+    null,
+    within(field, () => positionsOf(value.securities, nlv)),
+    { date: value.date ?? null, base_currency: value.base_currency ?? 'USD', nlv },
+  );
 }
 
-function optionalNumber(value: unknown, field: string): number | undefined {
-  if (!given(value)) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value))
-    throw new InvalidInput(`${field} must be a number.`);
-  return value;
-}
-
-/** The body of a backtest: the book as `portfolio`, or as `portfolio_id` | `securities` with the common fields. */
+/**
+ * The book of a backtest: `portfolio`, or `portfolio_id` | `securities` with the common fields (the
+ * schema allows no other combination).
+ */
 async function backtestBook(
   db: Database,
   accountId: string,
-  body: CalculationBody,
+  body: BacktestBody,
   workspace: unknown,
 ): Promise<CheckedBook> {
-  if (given(body.portfolio)) {
-    if (given(body.portfolio_id) || given(body.securities)) {
-      throw new InvalidInput(
-        'portfolio is the whole book: do not combine it with portfolio_id or securities.',
-      );
-    }
+  if (body.portfolio !== undefined && body.portfolio !== null) {
     return checkBook(db, accountId, 'portfolio', body.portfolio, workspace);
   }
   const stored = await portfolioDefaults(db, accountId, body.portfolio_id, workspace);
-  const nlv = given(body.nlv) ? checkNlv(body.nlv) : (stored?.nlv ?? null);
-  const raw = body.securities ?? stored?.securities;
-  if (!given(raw))
-    throw new InvalidInput('securities is required unless portfolio or portfolio_id is given.');
-  return bookOf(stored, checkSecurities(raw, nlv), {
-    date: given(body.date) ? checkDate(body.date) : (stored?.date ?? null),
-    base_currency: given(body.base_currency)
-      ? checkCurrency(body.base_currency)
-      : (stored?.base_currency ?? 'USD'),
+  const nlv = body.nlv ?? stored?.nlv ?? null;
+  const securities: readonly PositionInput[] = body.securities ?? stored?.securities ?? [];
+  return bookOf(stored, positionsOf(securities, nlv), {
+    date: body.date ?? stored?.date ?? null,
+    base_currency: body.base_currency ?? stored?.base_currency ?? 'USD',
     nlv,
   });
-}
-
-function optionalText(value: unknown, field: string): string | null {
-  if (!given(value)) return null;
-  if (typeof value !== 'string') throw new InvalidInput(`${field} must be a string.`);
-  return value;
 }
 
 interface Prepared {
@@ -175,32 +148,30 @@ interface Prepared {
   run: (market: Parameters<typeof runBacktest>[1]) => unknown;
 }
 
-async function prepare(
+type BookBody<K extends BookKind> = K extends 'marginal_tracking_error'
+  ? MarginalTrackingErrorBody
+  : BacktestBody;
+
+async function prepare<K extends BookKind>(
   db: Database,
   accountId: string,
-  kind: BookKind,
-  body: CalculationBody,
+  kind: K,
+  body: BookBody<K>,
   workspace: unknown,
 ): Promise<Prepared> {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    throw new InvalidInput('The request body must be a JSON object.');
-  }
   const space = body.workspace ?? workspace;
   if (kind === 'marginal_tracking_error') {
-    for (const field of ['portfolio1', 'portfolio2']) {
-      if (!given(body[field]))
-        throw new InvalidInput(`${field} is required: a portfolio id or an object with securities.`);
-    }
-    const p1 = await checkBook(db, accountId, 'portfolio1', body.portfolio1, space);
-    const p2 = await checkBook(db, accountId, 'portfolio2', body.portfolio2, space);
+    const te = body as MarginalTrackingErrorBody;
+    const p1 = await checkBook(db, accountId, 'portfolio1', te.portfolio1, space);
+    const p2 = await checkBook(db, accountId, 'portfolio2', te.portfolio2, space);
     const request = {
       portfolio1: p1.book,
       portfolio2: p2.book,
-      weekly: looseBoolean(body.weekly, 'weekly', undefined),
-      EWMA: looseBoolean(body.EWMA, 'EWMA', undefined),
-      nDays: optionalNumber(body.nDays, 'nDays'),
-      nWeeks: optionalNumber(body.nWeeks, 'nWeeks'),
-      exponential_decay: optionalNumber(body.exponential_decay, 'exponential_decay'),
+      weekly: looseBoolean(te.weekly, undefined),
+      EWMA: looseBoolean(te.EWMA, undefined),
+      nDays: te.nDays ?? undefined,
+      nWeeks: te.nWeeks ?? undefined,
+      exponential_decay: te.exponential_decay ?? undefined,
     };
     return {
       books: [p1, p2],
@@ -208,20 +179,17 @@ async function prepare(
       run: (market) => runMarginalTrackingError(request, market),
     };
   }
-  const checked = await backtestBook(db, accountId, body, space);
-  const projections = body.projection_tickers ?? [];
-  if (!Array.isArray(projections) || !projections.every((p) => typeof p === 'string')) {
-    throw new InvalidInput('projection_tickers must be an array of symbols.');
-  }
+  const backtest = body as BacktestBody;
+  const checked = await backtestBook(db, accountId, backtest, space);
   const request: BacktestRequest = {
     portfolio: checked.book,
-    backtest_date1: optionalText(body.backtest_date1, 'backtest_date1'),
-    backtest_date2: optionalText(body.backtest_date2, 'backtest_date2'),
-    backtest_periodicity: optionalText(body.backtest_periodicity, 'backtest_periodicity'),
-    backtest_benchmark_ticker: optionalText(body.backtest_benchmark_ticker, 'backtest_benchmark_ticker'),
-    backtest_rfrate_ticker: optionalText(body.backtest_rfrate_ticker, 'backtest_rfrate_ticker'),
-    projection_tickers: projections as string[],
-    output_type: optionalText(body.output_type, 'output_type'),
+    backtest_date1: backtest.backtest_date1 ?? null,
+    backtest_date2: backtest.backtest_date2 ?? null,
+    backtest_periodicity: backtest.backtest_periodicity ?? null,
+    backtest_benchmark_ticker: backtest.backtest_benchmark_ticker ?? null,
+    backtest_rfrate_ticker: backtest.backtest_rfrate_ticker ?? null,
+    projection_tickers: backtest.projection_tickers ?? [],
+    output_type: backtest.output_type ?? null,
   };
   const tickers = [
     request.backtest_benchmark_ticker ?? DEFAULT_BENCHMARK,
@@ -236,16 +204,16 @@ async function prepare(
 }
 
 /**
- * POST /calculations/marginal_tracking_error, /backtest and /backtest_statistics: checks the body
- * (`checks`), loads the market up to the book's date (`market`), computes (`estimation`), audits
+ * POST /calculations/marginal_tracking_error, /backtest and /backtest_statistics: makes the books
+ * ready (`checks`), loads the market up to the book's date (`market`), computes (`estimation`), audits
  * (EXECUTE on a Calculation, naming the first book).
  */
-export async function runBookCalculation(
+export async function runBookCalculation<K extends BookKind>(
   db: Database,
   actor: Actor,
-  kind: BookKind,
-  body: CalculationBody,
-  workspace: unknown,
+  kind: K,
+  body: BookBody<K>,
+  workspace: string | undefined,
   timer: StageTimer = new StageTimer(),
 ): Promise<unknown> {
   const accountId = actor.principal.accountId;

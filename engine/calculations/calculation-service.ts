@@ -1,13 +1,18 @@
+/**
+ * The calculation service. Its bodies arrive validated at the edge (the route's schema; a worker's SDK
+ * call validated with the same one, calculation-schemas.ts), so here they are typed and never checked
+ * again: defaults are applied, a stored portfolio fills what the body leaves out, and only what no
+ * schema states is checked (a portfolio that exists, the positions' limit with nlv and distinct ids,
+ * the filter's grammar); calc/ checks the rules across a forecast's or a surface's arrays and what
+ * needs market data. docs/architecture.md follows one parameter, `projection`, from the route down.
+ */
 import {
-  AGGREGATIONS,
   type Aggregation,
   CalcInputError,
   type FilterExpression,
   parseFilter,
   reportRiskAttribution,
   reportStressTest,
-  CONFIDENCE_TAILS,
-  MAX_PROJECTIONS,
   parseOptionSymbol,
   prepareRiskAttribution,
   prepareStressTest,
@@ -25,49 +30,25 @@ import { recordAudit } from '../store/audit-trail';
 import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import { findEntity } from '../store/entity-store';
-import { checkDate, checkWorkspaceName } from '../store/entity-fields';
+import { checkWorkspaceName } from '../store/entity-fields';
 import { InvalidInput } from '../platform/errors';
 import { PORTFOLIO } from '../kinds/portfolio';
 import { seriesCacheOf } from './series-cache';
 import { StageTimer } from './stage-timing';
-import { checkCurrency, checkNlv, checkSecurities, type Security } from '../kinds/security-positions';
-
-/** The spec's allowed values (calc/ accepts more; the API offers exactly these). */
-export const HORIZONS = [1, 5, 20, 60] as const;
-export const SAMPLINGS = [1, 5] as const;
-export const HALF_LIVES = [0, 2, 6, 12, 24, 48] as const;
-export const CONFIDENCES = Object.keys(CONFIDENCE_TAILS) as Confidence[];
-export const RISK_MEASURES: readonly RiskMeasure[] = ['vol', 'var', 'cvar'];
-/** §14: re-exported so the API's schema lists exactly what the reporting step groups by. */
-export { AGGREGATIONS };
-/** calc's limit, re-exported for the API's schema (api/ imports only types from calc/). */
-export { MAX_PROJECTIONS };
+import { type PositionInput, positionsOf, type Security } from '../kinds/security-positions';
+import type { CalculationBody, RiskAttributionBody, StressTestBody } from './calculation-schemas';
 
 /** The audit trail's entity type for a calculation run (the spec lists none for calculations). */
 export const CALCULATION_ENTITY = 'Calculation';
 
 export type CalculationKind = 'stress_test' | 'risk_attribution';
 
-/** The request body as received: every field is checked here, with messages naming the parameter. */
-export type CalculationBody = Record<string, unknown>;
-
-const given = (value: unknown) => value !== undefined && value !== null;
-
-function oneOf<T>(value: unknown, allowed: readonly T[], parameter: string, fallback: T): T {
-  if (value === undefined) return fallback;
-  if (!allowed.includes(value as T)) {
-    throw new InvalidInput(
-      `${parameter} must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}.`,
-    );
-  }
-  return value as T;
-}
-
 export interface PortfolioDefaults {
   id: string;
   name: string;
   workspace: string | null;
-  securities: unknown;
+  /** As the portfolio kind stored them: checked when written (engine/kinds/portfolio.ts). */
+  securities: readonly PositionInput[];
   date: string | null;
   base_currency: string;
   nlv: number | null;
@@ -77,19 +58,16 @@ export interface PortfolioDefaults {
 export async function portfolioDefaults(
   db: Database,
   accountId: string,
-  portfolioId: unknown,
+  portfolioId: string | null | undefined,
   workspace: unknown,
 ): Promise<PortfolioDefaults | null> {
-  if (!given(portfolioId)) return null;
-  if (typeof portfolioId !== 'string' || portfolioId === '') {
-    throw new InvalidInput('portfolio_id must be a portfolio id (a string).');
-  }
+  if (portfolioId === undefined || portfolioId === null) return null;
   const record = await findEntity(db, accountId, PORTFOLIO, portfolioId, checkWorkspaceName(workspace));
   return {
     id: record.id,
     name: record.name,
     workspace: record.workspace,
-    securities: record.body.securities ?? [],
+    securities: (record.body.securities ?? []) as PositionInput[],
     date: record.date,
     base_currency: typeof record.body.base_currency === 'string' ? record.body.base_currency : 'USD',
     nlv: typeof record.body.nlv === 'number' ? record.body.nlv : null,
@@ -104,7 +82,7 @@ export interface CheckedRequest {
     base_currency: string;
     date: string | null;
     nlv: number | null;
-    /** §11, §13: checked field by field by calc/ (a 400 naming e.g. forecasts[0].probabilities). */
+    /** §11, §13: their rules across fields (a grid matching its axes, probabilities summing to 1) are calc/'s. */
     volatility_surface: StressTestRequest['volatility_surface'];
     forecasts: StressTestRequest['forecasts'];
     drift: boolean;
@@ -125,10 +103,10 @@ export interface CheckedRequest {
 }
 
 /**
- * Checks a calculation body against the spec: defaults applied, allowed values enforced, the filter
- * parsed (a malformed one is a 400 naming the position of the error). Forecasts and
- * volatility surfaces are checked field by field by calc/. With `portfolio_id`, the portfolio's securities, date, base currency and nlv
- * fill in whatever the body leaves out (a body value wins, so a stored book can be re-dated).
+ * A validated calculation body made ready to run: defaults applied, the filter parsed (a malformed
+ * one is a 400 naming the position of the error), the positions checked where no schema can (their
+ * limit with nlv, distinct ids). With `portfolio_id`, the portfolio's securities, date, base currency
+ * and nlv fill in whatever the body leaves out (a body value wins, so a stored book can be re-dated).
  */
 export async function checkCalculationRequest(
   db: Database,
@@ -137,128 +115,37 @@ export async function checkCalculationRequest(
   body: CalculationBody,
   workspace: unknown,
 ): Promise<CheckedRequest> {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    throw new InvalidInput('The request body must be a JSON object.');
-  }
   const portfolio = await portfolioDefaults(db, accountId, body.portfolio_id, body.workspace ?? workspace);
-
-  let filter: FilterExpression | null = null;
-  if (given(body.filter) && body.filter !== '') {
-    if (typeof body.filter !== 'string') {
-      throw new InvalidInput('filter must be a filter expression (a string).');
-    }
-    const text = body.filter;
-    filter = text.trim() === '' ? null : asInvalidInput(() => parseFilter(text));
-  }
-  const aggregation = oneOf<Aggregation>(
-    body.aggregation ?? undefined,
-    AGGREGATIONS,
-    'aggregation',
-    'position',
-  );
-  // Python clients send booleans as "True"/"False"; the API's schema allows those forms too.
-  const rawDrift = body.drift ?? false;
-  const drift =
-    typeof rawDrift === 'string' && /^(true|false|1|0)$/i.test(rawDrift)
-      ? /^(true|1)$/i.test(rawDrift)
-      : rawDrift;
-  if (typeof drift !== 'boolean') throw new InvalidInput('drift must be true or false.');
-  for (const field of ['forecasts', 'volatility_surface'] as const) {
-    if (given(body[field]) && !Array.isArray(body[field])) {
-      throw new InvalidInput(`${field} must be an array of objects.`);
-    }
-  }
-
-  const baseCurrency = given(body.base_currency)
-    ? checkCurrency(body.base_currency)
-    : (portfolio?.base_currency ?? 'USD');
-  const nlv = given(body.nlv) ? checkNlv(body.nlv) : (portfolio?.nlv ?? null);
-  const rawSecurities = body.securities ?? portfolio?.securities;
-  if (rawSecurities === undefined || rawSecurities === null) {
-    throw new InvalidInput('securities is required unless portfolio_id is given.');
-  }
-  const securities = checkSecurities(rawSecurities, nlv);
-  const date = given(body.date) ? checkDate(body.date) : (portfolio?.date ?? null);
-
-  const horizonAllowed: readonly (number | null)[] = kind === 'stress_test' ? [...HORIZONS, null] : HORIZONS;
-  const horizon = oneOf<number | null>(body.horizon, horizonAllowed, 'horizon', 5);
-  const sampling = oneOf(body.sampling ?? undefined, SAMPLINGS, 'sampling', 1);
-  const volatilityHalfLife = oneOf(
-    body.volatility_half_life ?? undefined,
-    HALF_LIVES,
-    'volatility_half_life',
-    2,
-  );
-  const correlationHalfLife = oneOf(
-    body.correlation_half_life ?? undefined,
-    HALF_LIVES,
-    'correlation_half_life',
-    6,
-  );
-
-  const projection = body.projection ?? ['IND:SPX'];
-  if (
-    !Array.isArray(projection) ||
-    projection.length === 0 ||
-    !projection.every((p): p is string => typeof p === 'string' && p !== '')
-  ) {
-    throw new InvalidInput('projection must be a non-empty array of symbols.');
-  }
-  if (projection.length > MAX_PROJECTIONS) {
-    throw new InvalidInput(`projection holds at most ${MAX_PROJECTIONS} symbols, got ${projection.length}.`);
-  }
-  if (new Set(projection).size !== projection.length) {
-    throw new InvalidInput('projection holds a symbol twice.');
-  }
-
-  const confidence = oneOf(body.confidence ?? undefined, CONFIDENCES, 'confidence', '95%');
-  let shock = 'IND:SPX';
-  let magnitude = NaN;
-  let riskMeasure: RiskMeasure = 'vol';
-  if (kind === 'stress_test') {
-    if (given(body.shock)) {
-      if (typeof body.shock !== 'string' || body.shock === '')
-        throw new InvalidInput('shock must be a symbol.');
-      shock = body.shock;
-    }
-    if (!given(body.magnitude))
-      throw new InvalidInput('magnitude is required (a decimal shock, -0.10 for -10%).');
-    if (typeof body.magnitude !== 'number' || !Number.isFinite(body.magnitude)) {
-      throw new InvalidInput('magnitude must be a decimal shock greater than -1 (-0.10 for -10%).');
-    }
-    // A price cannot fall by 100%; a rate or spread moves by magnitude × 100 points either way (§12).
-    if (body.magnitude <= -1 && !/^(RATE|SPREAD):/.test(shock)) {
-      throw new InvalidInput('magnitude must be a decimal shock greater than -1 (-0.10 for -10%).');
-    }
-    magnitude = body.magnitude;
-  } else {
-    riskMeasure = oneOf(body.risk_measure ?? undefined, RISK_MEASURES, 'risk_measure', 'vol');
-  }
-
+  const text = body.filter ?? '';
+  const filter = text.trim() === '' ? null : asInvalidInput(() => parseFilter(text));
+  const nlv = body.nlv ?? portfolio?.nlv ?? null;
+  // The schema requires securities unless portfolio_id is given, and a stored portfolio has its list.
+  const securities = positionsOf(body.securities ?? portfolio?.securities ?? [], nlv);
+  const stress = kind === 'stress_test';
   return {
     portfolio,
     securities,
     common: {
       securities: securities.map(calcSecurity),
-      base_currency: baseCurrency,
-      date,
+      base_currency: body.base_currency ?? portfolio?.base_currency ?? 'USD',
+      date: body.date ?? portfolio?.date ?? null,
       nlv,
-      // Arrays here; calc/ checks every element and answers a CalcInputError naming the field.
-      volatility_surface: (body.volatility_surface ?? null) as StressTestRequest['volatility_surface'],
-      forecasts: (body.forecasts ?? null) as StressTestRequest['forecasts'],
-      drift,
-      sampling,
-      projection,
-      volatility_half_life: volatilityHalfLife,
-      correlation_half_life: correlationHalfLife,
+      volatility_surface: body.volatility_surface ?? null,
+      forecasts: body.forecasts ?? null,
+      drift: looseBoolean(body.drift, false),
+      sampling: body.sampling ?? 1,
+      projection: body.projection ?? ['IND:SPX'],
+      volatility_half_life: body.volatility_half_life ?? 2,
+      correlation_half_life: body.correlation_half_life ?? 6,
     },
-    horizon,
-    aggregation,
+    // null (a stress test's own choice): the smallest horizon in which the magnitude is observable.
+    horizon: body.horizon === undefined ? 5 : body.horizon,
+    aggregation: body.aggregation ?? 'position',
     filter,
-    shock,
-    magnitude,
-    confidence,
-    risk_measure: riskMeasure,
+    shock: stress ? (body.shock ?? 'IND:SPX') : 'IND:SPX',
+    magnitude: stress ? body.magnitude! : NaN,
+    confidence: body.confidence ?? '95%',
+    risk_measure: stress ? 'vol' : (body.risk_measure ?? 'vol'),
   };
 }
 
@@ -276,12 +163,10 @@ export function calcSecurity(s: Security): CalcSecurity {
   };
 }
 
-/** Python clients send booleans as "True"/"False"; the schema allows those forms (LooseBoolean). */
-export function looseBoolean<T>(value: unknown, parameter: string, fallback: T): boolean | T {
+/** Python clients send booleans as "True"/"False", which the schemas allow (LooseBoolean): a conversion. */
+export function looseBoolean<T>(value: boolean | string | null | undefined, fallback: T): boolean | T {
   if (value === undefined || value === null) return fallback;
-  if (typeof value === 'boolean') return value;
-  if (typeof value === 'string' && /^(true|false|1|0)$/i.test(value)) return /^(true|1)$/i.test(value);
-  throw new InvalidInput(`${parameter} must be true or false.`);
+  return typeof value === 'boolean' ? value : /^(true|1)$/i.test(value);
 }
 
 /** calc/ names the parameter it cannot compute with; the client sees it as a 400 like any other. */
@@ -384,29 +269,27 @@ export async function symbolsFor(
 const REFERENCE: SimulationBackend = referenceBackend();
 
 /**
- * The request's checks and its market, timed: the body's rules and the symbols it reads (`checks`),
- * then the series from the process's cache, checked against PostgreSQL on every read (`market`).
+ * The request made ready and its market, timed: the body's defaults, its stored portfolio, the rules
+ * no schema states and the symbols it reads (`checks`), then the series from the process's cache,
+ * checked against PostgreSQL on every read (`market`).
  */
-export async function checkedMarket<Extra = undefined>(
+export async function checkedMarket(
   db: Database,
   actor: Actor,
   kind: CalculationKind,
   body: CalculationBody,
-  workspace: unknown,
+  workspace: string | undefined,
   timer: StageTimer,
-  /** More checks of the body (an analytics kind's own fields), run before any market data is read. */
-  extra?: () => Extra,
 ) {
   const accountId = actor.principal.accountId;
-  const { checked, symbols, fields } = await timer.time('checks', async () => {
+  const { checked, symbols } = await timer.time('checks', async () => {
     const checked = await checkCalculationRequest(db, accountId, kind, body, workspace);
-    const fields = extra?.() as Extra;
-    return { checked, fields, symbols: await symbolsOf(db, checked, kind) };
+    return { checked, symbols: await symbolsOf(db, checked, kind) };
   });
   const market = await timer.time('market', () =>
     seriesCacheOf(db).market(db, accountId, symbols, checked.common.date),
   );
-  return { checked, market, fields };
+  return { checked, market };
 }
 
 /**
@@ -416,8 +299,8 @@ export async function checkedMarket<Extra = undefined>(
 export async function runStressTestCalculation(
   db: Database,
   actor: Actor,
-  body: CalculationBody,
-  workspace: unknown,
+  body: StressTestBody,
+  workspace: string | undefined,
   options: CalcOptions = {},
   backend: SimulationBackend = REFERENCE,
   timer: StageTimer = new StageTimer(),
@@ -450,8 +333,8 @@ export async function runStressTestCalculation(
 export async function runRiskAttributionCalculation(
   db: Database,
   actor: Actor,
-  body: CalculationBody,
-  workspace: unknown,
+  body: RiskAttributionBody,
+  workspace: string | undefined,
   options: CalcOptions = {},
   backend: SimulationBackend = REFERENCE,
   timer: StageTimer = new StageTimer(),

@@ -5,6 +5,7 @@ import type { Database } from '../platform/database';
 import { InvalidInput } from '../platform/errors';
 import { isPlainObject } from '../platform/plain-object';
 import { asInvalidInput, checkCalculationRequest, symbolsOf } from './calculation-service';
+import { validateCalculationBody } from './calculation-schemas';
 
 export interface SymbolCheck {
   symbol: string;
@@ -55,15 +56,17 @@ export async function checkSymbols(
   const securities = bookOf(body);
   const date = optionalDate(body.date, 'date');
   const projection = typeof body.projection === 'string' ? [body.projection] : (body.projection ?? undefined);
-  const checked = await checkCalculationRequest(
-    db,
-    accountId,
-    'risk_attribution',
-    // The mapping does not depend on nlv; a given one lets a book whose every position is unmapped
-    // (no value to sum) still be checked.
-    { securities, date, base_currency: body.base_currency ?? undefined, projection, nlv: 1 },
-    workspace,
-  );
+  // The book as a calculation takes it, validated as a calculation's body is (its route's schema only
+  // names each position's symbol). The mapping does not depend on nlv; a given one lets a book whose
+  // every position is unmapped (no value to sum) still be checked.
+  const request = validateCalculationBody('risk_attribution', {
+    securities,
+    date,
+    base_currency: body.base_currency ?? undefined,
+    projection,
+    nlv: 1,
+  });
+  const checked = await checkCalculationRequest(db, accountId, 'risk_attribution', request, workspace);
   const market = await loadMarket(
     db,
     accountId,

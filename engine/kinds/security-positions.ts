@@ -46,31 +46,81 @@ function optionalString(value: unknown, where: string): string | null {
   return value;
 }
 
-export function checkCurrency(value: unknown, where = 'base_currency'): string {
+function checkCurrency(value: unknown, where: string): string {
   if (typeof value !== 'string' || !/^[A-Z]{3}$/.test(value)) {
     throw new InvalidInput(`${where} must be a 3-letter ISO 4217 currency code.`);
   }
   return value;
 }
 
-export function checkNlv(value: unknown): number | null {
-  return optionalNumber(value, 'nlv');
+/**
+ * A position as a request schema accepted it (SecurityInput, StoredSecurityInput), or as a stored
+ * portfolio holds it: `id`, `symbol` and `quantity`, every other field optional or null.
+ */
+export type PositionInput = Pick<Security, 'id' | 'symbol' | 'quantity'> & {
+  readonly [K in Exclude<keyof Security, 'id' | 'symbol' | 'quantity'>]?: Security[K] | null;
+};
+
+/** At most 250 positions, or 3000 when `nlv` is supplied (the limit follows nlv: a rule across fields). */
+function checkCount(count: number, nlv: number | null): void {
+  const limit = nlv === null ? SECURITIES_MAX : SECURITIES_MAX_WITH_NLV;
+  if (count > limit) {
+    throw new InvalidInput(
+      nlv === null
+        ? `At most ${SECURITIES_MAX} securities are allowed without nlv (up to ${SECURITIES_MAX_WITH_NLV} with nlv), got ${count}.`
+        : `At most ${SECURITIES_MAX_WITH_NLV} securities are allowed, got ${count}.`,
+    );
+  }
+}
+
+function checkDistinctId(seen: Set<string>, id: string, index: number): void {
+  if (seen.has(id)) throw new InvalidInput(`securities[${index}].id "${id}" is used by another security.`);
+  seen.add(id);
+}
+
+/** The position with every field the spec defaults filled in, and nothing else. */
+function position(item: PositionInput): Security {
+  return {
+    id: item.id,
+    symbol: item.symbol,
+    quantity: item.quantity,
+    label: item.label ?? '',
+    cost_price: item.cost_price ?? null,
+    market_price: item.market_price ?? null,
+    currency: item.currency ?? null,
+    fx_rate: item.fx_rate ?? null,
+    multiplier: item.multiplier ?? null,
+    unrealized_pl: item.unrealized_pl ?? null,
+    unrealized_pl_in_base: item.unrealized_pl_in_base ?? null,
+    isin: item.isin ?? null,
+    status: item.status ?? 'OK',
+    exchange: item.exchange ?? null,
+    name: item.name ?? null,
+    extra_data: item.extra_data ?? null,
+  };
 }
 
 /**
- * Validates a list of security positions: `id`, `symbol`, `quantity` required; defaults filled;
- * unknown keys dropped; at most 250 positions, or 3000 when `nlv` is supplied.
+ * The positions of a book whose fields a schema has checked: what no schema states is checked here
+ * (the limit that follows `nlv`, ids that differ), and defaults are filled, unknown keys dropped.
+ */
+export function positionsOf(securities: readonly PositionInput[], nlv: number | null): Security[] {
+  checkCount(securities.length, nlv);
+  const seen = new Set<string>();
+  return securities.map((item, index) => {
+    checkDistinctId(seen, item.id, index);
+    return position(item);
+  });
+}
+
+/**
+ * Validates a list of security positions field by field, then as positionsOf: `id`, `symbol`,
+ * `quantity` required; defaults filled; unknown keys dropped; at most 250 positions, or 3000 when
+ * `nlv` is supplied.
  */
 export function checkSecurities(value: unknown, nlv: number | null): Security[] {
   if (!Array.isArray(value)) throw new InvalidInput('securities must be an array of security objects.');
-  const limit = nlv === null ? SECURITIES_MAX : SECURITIES_MAX_WITH_NLV;
-  if (value.length > limit) {
-    throw new InvalidInput(
-      nlv === null
-        ? `At most ${SECURITIES_MAX} securities are allowed without nlv (up to ${SECURITIES_MAX_WITH_NLV} with nlv), got ${value.length}.`
-        : `At most ${SECURITIES_MAX_WITH_NLV} securities are allowed, got ${value.length}.`,
-    );
-  }
+  checkCount(value.length, nlv);
   const seen = new Set<string>();
   return value.map((raw, index) => {
     const where = `securities[${index}]`;
@@ -79,8 +129,7 @@ export function checkSecurities(value: unknown, nlv: number | null): Security[] 
     const item = raw as Record<string, unknown>;
     if (typeof item.id !== 'string' || item.id === '')
       throw new InvalidInput(`${where}.id is required (a string).`);
-    if (seen.has(item.id)) throw new InvalidInput(`${where}.id "${item.id}" is used by another security.`);
-    seen.add(item.id);
+    checkDistinctId(seen, item.id, index);
     if (typeof item.symbol !== 'string' || item.symbol === '') {
       throw new InvalidInput(`${where}.symbol is required (a string).`);
     }
@@ -101,26 +150,25 @@ export function checkSecurities(value: unknown, nlv: number | null): Security[] 
     if (extra !== null && (typeof extra !== 'object' || Array.isArray(extra))) {
       throw new InvalidInput(`${where}.extra_data must be an object.`);
     }
-    const security: Security = {
+    const label = optionalString(item.label, `${where}.label`);
+    const exchange = optionalString(item.exchange, `${where}.exchange`);
+    const name = optionalString(item.name, `${where}.name`);
+    const numbers = Object.fromEntries(
+      NUMBER_FIELDS.map((field) => [field, optionalNumber(item[field], `${where}.${field}`)]),
+    );
+    return position({
       id: item.id,
       symbol: item.symbol,
       quantity: item.quantity,
-      label: optionalString(item.label, `${where}.label`) ?? '',
-      cost_price: null,
-      market_price: null,
+      label,
       currency,
-      fx_rate: null,
-      multiplier: null,
-      unrealized_pl: null,
-      unrealized_pl_in_base: null,
       isin,
       status: status as Security['status'],
-      exchange: optionalString(item.exchange, `${where}.exchange`),
-      name: optionalString(item.name, `${where}.name`),
+      exchange,
+      name,
       extra_data: extra as Record<string, unknown> | null,
-    };
-    for (const field of NUMBER_FIELDS) security[field] = optionalNumber(item[field], `${where}.${field}`);
-    return security;
+      ...numbers,
+    });
   });
 }
 

@@ -395,18 +395,53 @@ describe('the analytics endpoints (§16–§19)', () => {
     expect(after).toEqual(before);
   });
 
-  test('the SDK path checks the same fields without the schema (engine-level 400s)', async () => {
-    const { runAnalyticsCalculation } = await import('../../engine/calculations/analytics');
-    const actor = { principal: { accountId: h.account.accountId } } as never;
-    for (const [kind, extra, message] of [
-      ['underlying_stress_sensitivity', { stress_values: [0.1, -2] }, /^stress_values: /],
-      ['sensitivity', { sensitivity_type: 'rho' }, /^sensitivity_type must be/],
-      ['parametric_risk_attribution', { historical_days: 6000 }, /^historical_days must be/],
+  test('the SDK path validates with the endpoint’s schema: the API’s 400, word for word', async () => {
+    const { SDK_FUNCTIONS } = await import('../../workers/activities/sdk-bridge');
+    const scope = { db: h.db, actor: { principal: { accountId: h.account.accountId } }, workspace: 'main' };
+    for (const [kind, fn, extra, message] of [
+      [
+        'underlying_stress_sensitivity',
+        'runUnderlyingStressSensitivity',
+        { stress_values: [0.1, -2] },
+        'stress_values[1] must be a relative move greater than -1.',
+      ],
+      [
+        'sensitivity',
+        'runSensitivity',
+        { sensitivity_type: 'rho' },
+        'sensitivity_type must be one of "delta", "gamma", "vega", "theta", null.',
+      ],
+      [
+        'parametric_risk_attribution',
+        'runParametricRiskAttribution',
+        { historical_days: 6000 },
+        'historical_days must be a whole number of observations from 60 to 5040.',
+      ],
     ] as const) {
-      await expect(
-        runAnalyticsCalculation(h.db, actor, kind, { securities: BOOK, date: DATE, ...extra }, undefined),
-      ).rejects.toThrow(message);
+      const body = { securities: BOOK, date: DATE, ...extra };
+      expect((await post(kind, body)).json()).toEqual({ code: 400, message });
+      await expect(SDK_FUNCTIONS[fn]!(scope as never, body)).rejects.toThrow(message);
     }
+  });
+
+  test('a body is read as its schema declares it: another calculation’s field is ignored, an option’s EWMA fields are not', async () => {
+    const options = [...BOOK, { id: 'o', symbol: 'AAPL 20230317 C130', quantity: 3 }];
+    const plain = (await post('exposure', { securities: options, date: DATE })).json();
+    // drift and horizon are a simulation's: exposure does not take them, whatever they hold.
+    const other = await post('exposure', { securities: options, date: DATE, drift: 'junk', horizon: 7 });
+    expect(other.statusCode).toBe(200);
+    expect(other.json()).toEqual(plain);
+    // The EWMA volatility of an option priced without a surface or market price follows its fields.
+    for (const extra of [{ sampling: 5 }, { volatility_half_life: 12 }]) {
+      const sensitivity = async (more: object) =>
+        (await post('sensitivity', { securities: options, date: DATE, ...more })).json().sensitivity;
+      expect(await sensitivity(extra)).not.toEqual(await sensitivity({}));
+    }
+    const refused = await post('sensitivity', { securities: options, date: DATE, volatility_half_life: 3 });
+    expect(refused.json()).toEqual({
+      code: 400,
+      message: 'volatility_half_life must be one of 0, 2, 6, 12, 24, 48, null.',
+    });
   });
 
   test('portfolio_id and workspace; audit records name the calculation; gzip both ways', async () => {

@@ -271,6 +271,16 @@ describe('calculations', () => {
       'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
     ],
     ['securities missing', { magnitude: -0.1 }, 'securities is required unless portfolio_id is given.'],
+    [
+      'securities and portfolio_id null',
+      { securities: null, portfolio_id: null, magnitude: -0.1 },
+      'securities is required unless portfolio_id is given.',
+    ],
+    [
+      'magnitude -1 on the default shock (shock null)',
+      { ...base, shock: null, magnitude: -1 },
+      'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
+    ],
     ['securities not an array', { ...base, securities: {} }, 'securities must be an array or null.'],
     [
       'security without quantity',
@@ -399,6 +409,27 @@ describe('calculations', () => {
     const res = await attribution({ securities, date: DATE, ...extra });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message });
+  });
+
+  test('the document states the rules across fields a schema can; checked after each field’s own', async () => {
+    const doc = (await h.app.inject({ method: 'GET', url: '/v2/openapi.json' })).json();
+    const body = doc.paths['/calculations/stress_test'].post.requestBody.content['application/json'].schema;
+    const [fields, securities, magnitude] = body.allOf;
+    expect(fields.required).toEqual(['magnitude']);
+    expect(securities).toMatchObject({
+      anyOf: [{ required: ['securities'] }, { required: ['portfolio_id'] }],
+      'x-message': 'securities is required unless portfolio_id is given.',
+    });
+    expect(magnitude).toMatchObject({
+      if: { required: ['shock'], properties: { shock: { pattern: '^(RATE|SPREAD):' } } },
+      else: { properties: { magnitude: { exclusiveMinimum: -1 } } },
+    });
+    // A body breaking a field's rule and a rule across fields is told about the field, as before.
+    expect((await stress({})).json()).toEqual({ code: 400, message: 'magnitude is required.' });
+    expect((await stress({ magnitude: 'x' })).json()).toEqual({
+      code: 400,
+      message: 'magnitude must be a number.',
+    });
   });
 
   test('the service backends answer the reference model’s numbers: typed bit for bit, threads to 1e-12', async () => {

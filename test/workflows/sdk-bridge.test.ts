@@ -373,7 +373,16 @@ describe('SDK bridge: files, calculations and the journal', () => {
         expect(api.statusCode).toBe(200);
         expect(result[name]).toEqual(api.json()[kind]);
       }
-      expect(result.invalid).toMatch(/^stress_values: /);
+      // Validated with the endpoint's schema: the API's words, not the engine's (issue 43).
+      const refused = await call('POST', '/v2/calculations/underlying_stress_sensitivity', {
+        portfolio_id: portfolio,
+        stress_values: [-3],
+      });
+      expect(refused.json()).toEqual({
+        code: 400,
+        message: 'stress_values[0] must be a relative move greater than -1.',
+      });
+      expect(result.invalid).toBe(refused.json().message);
     }, 120_000);
 
     test('the new parameters (options, surfaces, forecasts, drift, base currency, cash, aggregation, filter) pass through', async () => {
@@ -424,9 +433,106 @@ describe('SDK bridge: files, calculations and the journal', () => {
       const attribution = await call('POST', '/v2/calculations/risk_attribution', attributionBody);
       expect(result.attribution).toEqual(attribution.json().risk_attribution);
       expect(ids(result.attribution)).toEqual(['call', 'put']);
-      expect(result.invalid).toBe('drift must be true or false.');
+      // The API's words for the same body (test/api/calculations.test.ts pins them there).
+      expect(result.invalid).toBe('drift must be true or false (or null).');
       expect(result.badFilter).toMatch(/^filter: type does not take 'bond' .* at position 6\.$/);
     }, 120_000);
+
+    /** The message a script's calculation call meets, caught inside the script. */
+    async function sdkRefusal(fn: string, body: unknown): Promise<string> {
+      const result = await run(
+        `async function main(args) {
+           try { await sdk[args.fn](args.body); return { accepted: true }; }
+           catch (error) { return { message: error.message }; }
+         }`,
+        scope(),
+        undefined,
+        { fn, body },
+      );
+      expect(result.accepted).toBeUndefined();
+      return result.message as string;
+    }
+
+    // One schema per endpoint, compiled by the API's validator for the SDK too (issue 43): each refusal
+    // below was worded by the engine's own checks on the SDK path, and by the schema over HTTP.
+    const one = [{ id: 'a', symbol: 'AAPL', quantity: 1 }];
+    const refusals: Array<{ kind: string; fn: string; body: Record<string, unknown>; message: string }> = [
+      {
+        kind: 'stress_test',
+        fn: 'runStressTest',
+        body: { magnitude: -0.1 },
+        message: 'securities is required unless portfolio_id is given.',
+      },
+      {
+        kind: 'stress_test',
+        fn: 'runStressTest',
+        body: { securities: one, magnitude: -1 },
+        message: 'magnitude must be a decimal shock greater than -1 (-0.10 for -10%).',
+      },
+      {
+        kind: 'stress_test',
+        fn: 'runStressTest',
+        body: { securities: one, magnitude: -0.1, horizon: 10 },
+        message: 'horizon must be one of 1, 5, 20, 60, null.',
+      },
+      {
+        kind: 'stress_test',
+        fn: 'runStressTest',
+        body: { securities: [{ id: 'a', symbol: 'AAPL' }], magnitude: -0.1 },
+        message: 'securities[0].quantity is required.',
+      },
+      {
+        kind: 'risk_attribution',
+        fn: 'runRiskAttribution',
+        body: { securities: one, projection: ['IND:SPX', 'IND:SPX'] },
+        message: 'projection must not hold the same value twice (items 0 and 1).',
+      },
+      {
+        kind: 'risk_attribution',
+        fn: 'runRiskAttribution',
+        body: { securities: [...one, ...one] },
+        message: 'securities[1].id "a" is used by another security.',
+      },
+      {
+        kind: 'sensitivity',
+        fn: 'runSensitivity',
+        body: { securities: one, sensitivity_type: 'rho' },
+        message: 'sensitivity_type must be one of "delta", "gamma", "vega", "theta", null.',
+      },
+      {
+        kind: 'parametric_risk_attribution',
+        fn: 'runParametricRiskAttribution',
+        body: { securities: one, historical_days: 6000 },
+        message: 'historical_days must be a whole number of observations from 60 to 5040.',
+      },
+      {
+        kind: 'marginal_tracking_error',
+        fn: 'runMarginalTrackingError',
+        body: { portfolio1: { securities: one }, portfolio2: {} },
+        message: 'portfolio2 must be a portfolio id or an object with securities.',
+      },
+      {
+        kind: 'backtest',
+        fn: 'runBacktest',
+        body: { portfolio: { securities: one }, securities: one },
+        message: 'portfolio is the whole book: do not combine it with portfolio_id or securities.',
+      },
+      {
+        kind: 'backtest_statistics',
+        fn: 'runBacktestStatistics',
+        body: { date: DATE },
+        message: 'securities is required unless portfolio or portfolio_id is given.',
+      },
+    ];
+
+    test.each(refusals)(
+      '$fn refuses what POST /calculations/$kind refuses, with the same message: $message',
+      async ({ kind, fn, body, message }) => {
+        const res = await call('POST', `/v2/calculations/${kind}`, body);
+        expect(res.json()).toEqual({ code: 400, message });
+        expect(await sdkRefusal(fn, body)).toBe(message);
+      },
+    );
 
     test('a calculation on another workspace’s or account’s portfolio is not found', async () => {
       const inResearch = await call('POST', '/v2/portfolios', {

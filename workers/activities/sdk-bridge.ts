@@ -6,6 +6,11 @@ import {
   runRiskAttributionCalculation,
   runStressTestCalculation,
 } from '../../engine/calculations/calculation-service';
+import {
+  type CalculationBodyOf,
+  type CalculationName,
+  validateCalculationBody,
+} from '../../engine/calculations/calculation-schemas';
 import type { Database } from '../../engine/platform/database';
 import { RESOURCE_KINDS, SDK_KINDS } from '../../engine/kinds';
 import {
@@ -169,10 +174,18 @@ async function readFileContent(scope: BridgeScope, id: unknown, options: unknown
   return { ...view, content: bytes.toString('base64') };
 }
 
-/** A calculation body as the API takes it, in the run's workspace whatever the script wrote. */
-function calculationBody(scope: BridgeScope, body: unknown): Record<string, unknown> {
+/**
+ * A calculation body in the run's workspace whatever the script wrote, validated with the schema of
+ * the endpoint POST /calculations/<name> and the API's validator: refused with the API's own message,
+ * and typed from then on, as the route's body is (the engine does not check it again).
+ */
+function calculationBody<K extends CalculationName>(
+  scope: BridgeScope,
+  name: K,
+  body: unknown,
+): CalculationBodyOf<K> {
   if (!isPlainObject(body)) throw new InvalidInput('Pass the calculation request as an object.');
-  return { ...body, workspace: scope.workspace };
+  return validateCalculationBody(name, { ...body, workspace: scope.workspace });
 }
 
 /**
@@ -256,8 +269,16 @@ function analyticsFunctions(names: Record<string, AnalyticsKind>): Record<string
   return Object.fromEntries(
     Object.entries(names).map(([name, kind]) => [
       name,
-      (s: BridgeScope, body: unknown) =>
-        runAnalyticsCalculation(s.db, s.actor, kind, calculationBody(s, body), s.workspace, {}, s.simulation),
+      async (s: BridgeScope, body: unknown) =>
+        runAnalyticsCalculation(
+          s.db,
+          s.actor,
+          kind,
+          calculationBody(s, kind, body),
+          s.workspace,
+          {},
+          s.simulation,
+        ),
     ]),
   );
 }
@@ -269,9 +290,23 @@ function analyticsFunctions(names: Record<string, AnalyticsKind>): Record<string
 const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
   readFile: (s, id, options) => readFileContent(s, id, options),
   runStressTest: async (s, body) =>
-    runStressTestCalculation(s.db, s.actor, calculationBody(s, body), s.workspace, {}, s.simulation),
+    runStressTestCalculation(
+      s.db,
+      s.actor,
+      calculationBody(s, 'stress_test', body),
+      s.workspace,
+      {},
+      s.simulation,
+    ),
   runRiskAttribution: async (s, body) =>
-    runRiskAttributionCalculation(s.db, s.actor, calculationBody(s, body), s.workspace, {}, s.simulation),
+    runRiskAttributionCalculation(
+      s.db,
+      s.actor,
+      calculationBody(s, 'risk_attribution', body),
+      s.workspace,
+      {},
+      s.simulation,
+    ),
   ...analyticsFunctions({
     runExposure: 'exposure',
     runParametricRiskAttribution: 'parametric_risk_attribution',
@@ -280,12 +315,24 @@ const OTHER_FUNCTIONS: Record<string, SdkFunction> = {
     runProperties: 'properties',
   }),
   // §20, §21: whole books, the clients' bodies (portfolio1/portfolio2, portfolio).
-  runMarginalTrackingError: (s, body) =>
-    runBookCalculation(s.db, s.actor, 'marginal_tracking_error', calculationBody(s, body), s.workspace),
-  runBacktest: (s, body) =>
-    runBookCalculation(s.db, s.actor, 'backtest', calculationBody(s, body), s.workspace),
-  runBacktestStatistics: (s, body) =>
-    runBookCalculation(s.db, s.actor, 'backtest_statistics', calculationBody(s, body), s.workspace),
+  runMarginalTrackingError: async (s, body) =>
+    runBookCalculation(
+      s.db,
+      s.actor,
+      'marginal_tracking_error',
+      calculationBody(s, 'marginal_tracking_error', body),
+      s.workspace,
+    ),
+  runBacktest: async (s, body) =>
+    runBookCalculation(s.db, s.actor, 'backtest', calculationBody(s, 'backtest', body), s.workspace),
+  runBacktestStatistics: async (s, body) =>
+    runBookCalculation(
+      s.db,
+      s.actor,
+      'backtest_statistics',
+      calculationBody(s, 'backtest_statistics', body),
+      s.workspace,
+    ),
   // The outside world, through the account's integrations (engine/integrations/outbound-calls.ts).
   request: (s, integration, options) => requestThroughIntegration(s.db, outbound(s), integration, options),
   sendEmail: (s, integration, message) =>
