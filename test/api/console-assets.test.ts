@@ -63,6 +63,10 @@ describe('the console page and its bundle', () => {
       });
       expect(res.rawPayload.length).toBeLessThanOrEqual(250 * 1024);
     }
+    // The workflow editor is a chunk of its own, loaded when first opened: the first load has none of it.
+    const editorText = 'the branches join here';
+    expect(chunks.filter((name) => assets.get(name)!.body.toString().includes(editorText))).toHaveLength(1);
+    expect(assets.get(script)!.body.toString()).not.toContain(editorText);
     const missing = await t.app.inject({ method: 'GET', url: '/console/assets/console.NOPE.js' });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ code: 404 });

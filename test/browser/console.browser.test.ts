@@ -354,7 +354,7 @@ describe('the web console in headless Chromium', () => {
     expect(problems).toEqual([]);
   }, 120_000);
 
-  test('build a workflow from a template in the form (errors beside their fields), run it, watch it live, edit it', async () => {
+  test('build a workflow from a template in the editor (errors beside their fields), run it, watch it live, edit it', async () => {
     const made = await h.call('POST', '/v2/worker_templates', {
       name: 'Double it',
       type: 'BASIC',
@@ -369,28 +369,30 @@ describe('the web console in headless Chromium', () => {
     await signIn(page);
     await page.getByRole('link', { name: 'New workflow' }).click();
     await page.getByLabel('Name', { exact: true }).fill('Doubling');
-    // A schedule the API refuses, and a step without a template: each message shows beside its field.
-    await page.getByLabel('Type').selectOption('TIME_BASED');
+    // A schedule the API refuses, and a step without a name: each message shows beside its field.
+    await page.getByLabel('Trigger type').selectOption('TIME_BASED');
     await page.getByLabel(/^Schedule/).fill('every morning');
     await page.getByRole('button', { name: 'Add a step' }).click();
+    await page.getByLabel('Step name').fill('');
     await page.getByRole('button', { name: 'Create workflow' }).click();
-    await page.locator('li[data-step="1"] [role=alert]').waitFor();
-    await expect(page.locator('li[data-step="1"] [role=alert]').textContent()).resolves.toContain(
-      'needs a template_id',
+    await page.locator('#step-panel [role=alert]').waitFor();
+    await expect(page.locator('#step-panel [role=alert]').textContent()).resolves.toBe(
+      'workers[1].name must not be empty.',
     );
+    await expect(page.getByLabel('Step name').getAttribute('aria-invalid')).resolves.toBe('true');
     await shot(page, '13-workflow-form-errors');
-    await page.locator('#step-1-template').selectOption({ label: 'Double it (javascript)' });
+    await page.getByLabel('Runs').selectOption({ label: 'Double it (javascript)' });
     await page.getByLabel('Number (required)').fill('21');
+    await page.getByLabel('Step name').fill('Double');
     await page.getByRole('button', { name: 'Create workflow' }).click();
     const trigger = page.locator('section', { hasText: 'Schedule' }).locator('[role=alert]');
     await trigger.waitFor();
     await expect(trigger.textContent()).resolves.toContain('must have 5 fields');
-    expect(await page.locator('li[data-step="1"] [role=alert]').count()).toBe(0);
-    await page.getByLabel('Type').selectOption('MANUAL');
-    await page.locator('#step-1-name').fill('Double');
+    expect(await page.locator('#step-panel [role=alert]').count()).toBe(0);
+    await page.getByLabel('Trigger type').selectOption('MANUAL');
     await shot(page, '14-workflow-form');
     await page.getByRole('button', { name: 'Create workflow' }).click();
-    await page.getByRole('heading', { name: 'Doubling' }).waitFor();
+    await page.getByRole('heading', { name: 'Doubling', exact: true }).waitFor();
     expect(await page.locator('.graph g.node').count()).toBe(3);
 
     await page.getByRole('button', { name: 'Run' }).click();
@@ -398,13 +400,14 @@ describe('the web console in headless Chromium', () => {
     await page.locator('#timeline button', { hasText: 'End' }).click();
     await expect(page.locator('#step-result').textContent()).resolves.toContain('"doubled": 42');
 
-    // Edit: the form comes back filled in; a new name is saved.
+    // Edit: the editor comes back filled in; a new name is saved.
     await page.getByRole('link', { name: 'Workflow', exact: true }).click();
     await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByLabel('Edit step').selectOption({ label: 'Double (BASIC)' });
     await expect(page.getByLabel('Number (required)').inputValue()).resolves.toBe('21');
     await page.getByLabel('Name', { exact: true }).fill('Doubling, renamed');
     await page.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('heading', { name: 'Doubling, renamed' }).waitFor();
+    await page.getByRole('heading', { name: 'Doubling, renamed', exact: true }).waitFor();
     // The browser reports the two refused saves as failed loads; nothing else may complain.
     expect(problems).toEqual([
       expect.stringContaining('400 (Bad Request)'),

@@ -9,7 +9,6 @@ import { auditPage, datastorePage, datastoresPage, filesPage, reportsPage } from
 import { runPage, runsPage } from './pages/runs';
 import { signInPage } from './pages/sign-in';
 import { newTemplatePage, templatePage, templatesPage } from './pages/templates';
-import { workflowFormPage } from './pages/workflow-form';
 import { workflowPage, workflowsPage } from './pages/workflows';
 import { errorBox, section } from './parts/elements';
 import { field } from './parts/form-fields';
@@ -28,8 +27,11 @@ async function route(): Promise<void> {
     return;
   }
   const { parts, params } = currentAddress();
-  if (parts[0] === 'workflows' && parts[1] === 'new') return workflowFormPage(null);
-  if (parts[0] === 'workflows' && parts[1] && parts[2] === 'edit') return workflowFormPage(parts[1]);
+  // The editor (and its code editor) loads when first opened.
+  if (parts[0] === 'workflows' && parts[1] === 'new')
+    return (await import('./pages/workflow-editor')).workflowEditorPage(null, params);
+  if (parts[0] === 'workflows' && parts[1] && parts[2] === 'edit')
+    return (await import('./pages/workflow-editor')).workflowEditorPage(parts[1], params);
   if (parts[0] === 'workflows' && parts[1]) return workflowPage(parts[1]);
   if (parts[0] === 'runs' && parts[1] && parts[2]) return runPage(parts[1], parts[2]);
   if (parts[0] === 'runs') return runsPage(params);

@@ -66,6 +66,13 @@ export async function resumeSession(): Promise<boolean> {
   return true;
 }
 
+const DRAFTS = 'pas.console.workflow-draft:';
+
+/** Where a tab keeps its unsaved draft of a workflow (sessionStorage), per workspace. */
+export function workflowDraftKey(workspaceName: string, workflowId: string | null): string {
+  return `${DRAFTS}${workspaceName}:${workflowId ?? 'new'}`;
+}
+
 export async function signOut(): Promise<void> {
   try {
     await call('DELETE', '/console/session');
@@ -74,6 +81,10 @@ export async function signOut(): Promise<void> {
     events?.close();
     events = null;
     useSession(null);
+    // Unsaved workflow drafts may hold scripts: they do not outlive the session in this tab.
+    for (const key of Object.keys(sessionStorage)) {
+      if (key.startsWith(DRAFTS)) sessionStorage.removeItem(key);
+    }
     history.replaceState(null, '', '/console');
     signInPage('Signed out.');
   }

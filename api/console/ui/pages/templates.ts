@@ -3,11 +3,12 @@
  * and a new template.
  */
 import { call, query } from '../api';
-import { h, pretty, replace, seconds, when } from '../dom';
+import { h, pretty, replace, when } from '../dom';
 import { badge, errorBox, link, section } from '../parts/elements';
-import { field, jsonField } from '../parts/form-fields';
+import { field } from '../parts/form-fields';
 import { frame } from '../parts/frame';
 import { listTable } from '../parts/table';
+import { tryPanel } from '../parts/try-panel';
 import { getTemplate, type Template } from '../resources';
 import { go } from '../router';
 import { currentWorkspace } from '../session';
@@ -47,102 +48,6 @@ export async function templatesPage(): Promise<void> {
   } catch (error) {
     replace(body, errorBox(error));
   }
-}
-
-interface Trial {
-  status: string;
-  result: unknown;
-  error_message: string | null;
-  logs: Array<{ level?: string; message?: string } | string>;
-  duration: number;
-  cpu_time: number;
-}
-
-/** "Try it": the script once in the sandbox on inputs typed here; the template's, or the editor's draft. */
-function tryPanel(source: () => { path: string; body: Record<string, unknown> } | string): HTMLElement {
-  const scriptInputs = jsonField('Script inputs (the form values, a JSON object)', 'try-script-inputs', '{}');
-  const inputs = jsonField('Input (what the previous step returned, JSON)', 'try-inputs', 'null');
-  const out = h('div', { id: 'try-output', 'aria-live': 'polite' });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Try it');
-  const form = h(
-    'form',
-    {
-      id: 'try-form',
-      on: {
-        submit: (event) => {
-          event.preventDefault();
-          const a = scriptInputs.read();
-          const b = inputs.read();
-          if (!a.ok || !b.ok) return;
-          if (a.value === null || typeof a.value !== 'object' || Array.isArray(a.value)) {
-            replace(out, h('p', { class: 'error' }, 'Script inputs must be a JSON object.'));
-            return;
-          }
-          const target = source();
-          if (typeof target === 'string') {
-            replace(out, h('p', { class: 'error' }, target));
-            return;
-          }
-          button.disabled = true;
-          replace(out, h('p', { class: 'note' }, 'Running in the sandbox…'));
-          call<{ trial: Trial }>('POST', target.path, {
-            ...target.body,
-            script_inputs: a.value,
-            inputs: b.value,
-            workspace: currentWorkspace(),
-          })
-            .then(
-              ({ trial }) =>
-                replace(
-                  out,
-                  h(
-                    'h3',
-                    null,
-                    'Outcome ',
-                    badge(trial.status),
-                    ' ',
-                    h('span', { class: 'note' }, seconds(trial.duration)),
-                  ),
-                  trial.error_message
-                    ? h('pre', { class: 'error-text', id: 'try-error' }, trial.error_message)
-                    : null,
-                  h('h4', null, 'Log'),
-                  trial.logs.length
-                    ? h(
-                        'ol',
-                        { class: 'log', id: 'try-log', tabindex: 0 },
-                        trial.logs.map((line) =>
-                          typeof line === 'string'
-                            ? h('li', null, line)
-                            : h(
-                                'li',
-                                { class: `log-${line.level ?? 'info'}` },
-                                h('span', { class: 'level' }, line.level ?? ''),
-                                ' ',
-                                line.message ?? '',
-                              ),
-                        ),
-                      )
-                    : h('p', { class: 'note' }, 'No log lines.'),
-                  h('h4', null, 'Result'),
-                  h('pre', { id: 'try-result' }, pretty(trial.result ?? null)),
-                ),
-              (error: unknown) => replace(out, errorBox(error)),
-            )
-            .finally(() => (button.disabled = false));
-        },
-      },
-    },
-    scriptInputs.element,
-    inputs.element,
-    h(
-      'p',
-      { class: 'note' },
-      'Runs once in a worker’s sandbox with a step’s limits. No run is recorded; SDK calls take effect.',
-    ),
-    button,
-  );
-  return section('Try it', form, out);
 }
 
 export async function templatePage(id: string): Promise<void> {
@@ -235,17 +140,20 @@ export async function templatePage(id: string): Promise<void> {
     t.form_inputs && t.form_inputs.length
       ? section('Form inputs', h('pre', null, pretty(t.form_inputs)))
       : null,
-    tryPanel(() => {
-      if (t.script_runtime === 'python3.11')
-        return 'Try it runs JavaScript and TypeScript; run a Python template in a workflow step.';
-      // The editor's text when it differs from the published one: the draft is what is tried.
-      return editor.text() === (t.script ?? '')
-        ? { path: `/v2/worker_templates/${encodeURIComponent(id)}/try`, body: {} }
-        : {
-            path: '/v2/worker_templates/try',
-            body: { script: editor.text(), script_runtime: t.script_runtime },
-          };
-    }),
+    tryPanel(
+      () => {
+        if (t.script_runtime === 'python3.11')
+          return 'Try it runs JavaScript and TypeScript; run a Python template in a workflow step.';
+        // The editor's text when it differs from the published one: the draft is what is tried.
+        return editor.text() === (t.script ?? '')
+          ? { path: `/v2/worker_templates/${encodeURIComponent(id)}/try`, body: {} }
+          : {
+              path: '/v2/worker_templates/try',
+              body: { script: editor.text(), script_runtime: t.script_runtime },
+            };
+      },
+      { workspace: currentWorkspace },
+    ),
   );
 }
 

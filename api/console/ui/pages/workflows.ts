@@ -5,10 +5,11 @@ import { errorBox, link, section } from '../parts/elements';
 import { field } from '../parts/form-fields';
 import { frame } from '../parts/frame';
 import { workflowGraph } from '../parts/graph';
+import { scheduleFirings, webhookAddress } from '../parts/trigger-details';
 import { listTable } from '../parts/table';
 import { getWorkflow, type Run, type Workflow } from '../resources';
 import { go } from '../router';
-import { currentWorkspace } from '../session';
+import { currentWorkspace, workflowDraftKey } from '../session';
 
 export async function workflowsPage(): Promise<void> {
   const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
@@ -47,82 +48,17 @@ export async function workflowsPage(): Promise<void> {
 function triggerView(workflow: Workflow): HTMLElement {
   const config = workflow.trigger_config ?? {};
   const rows: Child[] = [h('dt', null, 'Type'), h('dd', null, workflow.trigger_type)];
-  const later = h('div', { 'aria-live': 'polite' });
+  let later: HTMLElement | null = null;
   if (workflow.trigger_type === 'TIME_BASED') {
     rows.push(
       h('dt', null, 'Schedule'),
       h('dd', null, h('code', null, String(config.cron ?? '')), ' · ', String(config.timezone ?? 'UTC')),
     );
     // The next firings as the scheduler computes them (time zone and pause included).
-    call<{ schedule: { paused: boolean; next_firings: string[] } }>(
-      'GET',
-      `/v2/workflows/${encodeURIComponent(workflow.id)}/schedule${query({ workspace: currentWorkspace() })}`,
-    ).then(
-      ({ schedule }) =>
-        replace(
-          later,
-          h(
-            'h3',
-            null,
-            schedule.paused ? 'Next firings (paused: none will start until enabled)' : 'Next firings',
-          ),
-          h(
-            'ol',
-            { id: 'next-firings' },
-            schedule.next_firings.map((at) => h('li', null, when(at))),
-          ),
-        ),
-      (error: unknown) => replace(later, errorBox(error)),
-    );
+    later = scheduleFirings(workflow.id, currentWorkspace());
   } else if (workflow.trigger_type === 'FILE_RECEIVED' && typeof config.integration_id === 'string') {
-    const integrationId = config.integration_id;
-    rows.push(h('dt', null, 'Integration'), h('dd', null, h('code', null, integrationId)));
-    call<{ integration: { name: string; webhook_path: string | null } }>(
-      'GET',
-      `/v2/integrations/${encodeURIComponent(integrationId)}`,
-    ).then(
-      ({ integration }) => {
-        if (!integration.webhook_path) return;
-        const url = `${location.origin}${integration.webhook_path}`;
-        const copied = h('span', { 'aria-live': 'polite', class: 'note' });
-        replace(
-          later,
-          h('h3', null, `Webhook (${integration.name})`),
-          h(
-            'p',
-            null,
-            // The key is an auth token: never shown, only its place.
-            h('code', { id: 'webhook-url' }, `${url}?key=••••••••`),
-            ' ',
-            h(
-              'button',
-              {
-                type: 'button',
-                id: 'copy-webhook',
-                on: {
-                  click: () =>
-                    navigator.clipboard.writeText(`${url}?key=YOUR_AUTH_TOKEN`).then(
-                      () =>
-                        (copied.textContent =
-                          'Copied, with YOUR_AUTH_TOKEN where an API key’s auth token goes.'),
-                      () => (copied.textContent = 'The browser refused to copy.'),
-                    ),
-                },
-              },
-              'Copy URL',
-            ),
-            ' ',
-            copied,
-          ),
-          h(
-            'p',
-            { class: 'note' },
-            'Senders that can set headers send Authorization: Bearer SID:TOKEN instead of key.',
-          ),
-        );
-      },
-      (error: unknown) => replace(later, errorBox(error)),
-    );
+    rows.push(h('dt', null, 'Integration'), h('dd', null, h('code', null, config.integration_id)));
+    later = webhookAddress(config.integration_id);
   } else if (Object.keys(config).length > 0) {
     rows.push(h('dt', null, 'Configuration'), h('dd', null, h('pre', null, pretty(config))));
   }
@@ -224,7 +160,24 @@ export async function workflowPage(id: string): Promise<void> {
       ' · ',
       link(`#/workflows/${encodeURIComponent(id)}/edit`, 'Edit'),
     ),
-    section('Steps', workflowGraph(workflow.workers ?? [])),
+    sessionStorage.getItem(workflowDraftKey(currentWorkspace(), id))
+      ? h(
+          'p',
+          { class: 'note restored', id: 'draft-waiting' },
+          'This tab holds unsaved changes to this workflow: ',
+          link(`#/workflows/${encodeURIComponent(id)}/edit`, 'go on with them'),
+          ' (this page shows the saved workflow).',
+        )
+      : null,
+    section(
+      'Steps',
+      // A step opens in the editor, on that step.
+      workflowGraph(workflow.workers ?? [], {
+        label: 'Steps of the workflow: choose one to edit it',
+        onSelect: (worker) =>
+          go(`#/workflows/${encodeURIComponent(id)}/edit?step=${encodeURIComponent(worker)}`),
+      }),
+    ),
     section('Trigger', triggerView(workflow), h('p', null, toggle, toggleStatus)),
     onFailure ? section('On failure', onFailure) : null,
     section('Run it', runForm),

@@ -4,7 +4,7 @@
  */
 import { call, query } from '../api';
 import { h, replace } from '../dom';
-import { go } from '../router';
+import { go, mayLeave } from '../router';
 import { chooseWorkspace, currentSession, currentWorkspace, signOut } from '../session';
 
 /** Where the console draws (the page's only element). */
@@ -15,7 +15,13 @@ export async function frame(active: string, content: HTMLElement): Promise<void>
     id: 'workspace',
     on: {
       change: (event) => {
-        chooseWorkspace((event.target as HTMLSelectElement).value);
+        const chosen = event.target as HTMLSelectElement;
+        // Unsaved changes (the workflow editor's) are asked about before the page goes.
+        if (!mayLeave()) {
+          chosen.value = currentWorkspace();
+          return;
+        }
+        chooseWorkspace(chosen.value);
         go('#/workflows');
       },
     },
@@ -44,7 +50,11 @@ export async function frame(active: string, content: HTMLElement): Promise<void>
       ),
       h('div', { class: 'who' }, h('label', { for: 'workspace' }, 'Workspace'), switcher),
       h('span', { class: 'user' }, currentSession()?.user.email ?? ''),
-      h('button', { type: 'button', id: 'sign-out', on: { click: () => void signOut() } }, 'Sign out'),
+      h(
+        'button',
+        { type: 'button', id: 'sign-out', on: { click: () => mayLeave() && void signOut() } },
+        'Sign out',
+      ),
     ),
     h('main', { class: 'page' }, content),
   );

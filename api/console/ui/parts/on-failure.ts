@@ -21,7 +21,10 @@ export function onFailureField(options: {
   /** The workflow being edited (not offered as its own handler); null for a new one. */
   workflowId: string | null;
   workspace: string;
+  /** Called after each change made in the field (not when its lists arrive). */
+  onChange?: () => void;
 }): { element: HTMLElement; hint: HTMLElement; read(): OnFailure | null } {
+  const changed = () => options.onChange?.();
   const current = options.current ?? null;
   const initial: Choice = current?.integration ? 'integration' : current?.workflow_id ? 'workflow' : 'none';
   const radios = new Map<Choice, HTMLInputElement>();
@@ -34,7 +37,10 @@ export function onFailureField(options: {
       checked: choice === initial,
     });
     radios.set(choice, input);
-    input.addEventListener('change', show);
+    input.addEventListener('change', () => {
+      show();
+      changed();
+    });
     return h('span', { class: 'check' }, input, h('label', { for: input.id }, label));
   };
   const integration = h('select', { id: 'on-failure-integration' }, h('option', { value: '' }, 'Loading…'));
@@ -88,10 +94,19 @@ export function onFailureField(options: {
         : null,
     );
   }
-  integration.addEventListener('change', show);
+  integration.addEventListener('change', () => {
+    show();
+    changed();
+  });
   // What the API said of the field no longer holds once it is changed.
-  to.addEventListener('input', () => replace(hint));
-  workflow.addEventListener('change', () => replace(hint));
+  to.addEventListener('input', () => {
+    replace(hint);
+    changed();
+  });
+  workflow.addEventListener('change', () => {
+    replace(hint);
+    changed();
+  });
 
   // Read here rather than through pages/integrations.ts, so the workflow pages load this file alone.
   call<{ integrations: Integration[] }>('GET', `/v2/integrations${query({ page_size: 100 })}`).then(
