@@ -1,43 +1,19 @@
 /**
  * Integrations (account-wide): the list, and one form to create or change an HTTP, SMTP or WEBHOOK
  * integration. Credentials never go into an integration: a header takes `{{secret:NAME}}` and an SMTP
- * login names the secret that holds its password, each looked up in the workspace of the run.
+ * login names the secret that holds its password, each looked up in the workspace of the run. The
+ * form's HTTP and SMTP sections are parts/integration-http.ts and parts/integration-smtp.ts.
  */
 import { call, query } from '../api';
-import { h, replace, type Stamp, when } from '../dom';
+import { h, replace, when } from '../dom';
 import { FieldErrors } from '../parts/field-errors';
+import { httpSettings } from '../parts/integration-http';
+import { type Integration, note, type SettingsParts, timeoutInput } from '../parts/integration-settings';
+import { smtpSettings } from '../parts/integration-smtp';
 import type { PageKit } from '../page-kit';
 import { listSecrets } from './secrets';
 
-export interface Integration {
-  id: string;
-  name: string;
-  description: string | null;
-  type: 'WEBHOOK' | 'HTTP' | 'SMTP';
-  webhook_path: string | null;
-  secrets_used: string[];
-  base_url: string | null;
-  headers: Record<string, string> | null;
-  timeout_ms: number | null;
-  allowed_methods: string[] | null;
-  allow_http: boolean | null;
-  host: string | null;
-  port: number | null;
-  security: string | null;
-  username: string | null;
-  password_secret: string | null;
-  from: string | null;
-  updated: Stamp;
-  version: string;
-}
-
 const TYPES = ['HTTP', 'SMTP', 'WEBHOOK'] as const;
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
-const SECURITY: Array<[string, string]> = [
-  ['starttls', 'STARTTLS (default: refused if the server does not offer it)'],
-  ['tls', 'TLS from the first byte (port 465)'],
-  ['none', 'None: in the clear'],
-];
 
 /** The account's integrations, most recent first. */
 export async function listIntegrations(): Promise<Integration[]> {
@@ -113,14 +89,6 @@ export async function integrationsPage(kit: PageKit): Promise<void> {
     replace(body, kit.errorBox(error));
   }
 }
-
-interface HeaderRow {
-  name: HTMLInputElement;
-  value: HTMLInputElement;
-  hint: HTMLElement;
-  key: string | null;
-}
-
 export async function integrationFormPage(kit: PageKit, id: string | null): Promise<void> {
   const workspace = kit.workspace();
   const body = h('div', null, h('p', { class: 'note' }, 'Loading…'));
@@ -149,286 +117,26 @@ export async function integrationFormPage(kit: PageKit, id: string | null): Prom
     TYPES.map((t) => h('option', { value: t, selected: t === (existing?.type ?? 'HTTP') }, t)),
   );
 
-  // HTTP
-  const baseUrl = h('input', {
-    id: 'intg-base-url',
-    inputmode: 'url',
-    spellcheck: 'false',
-    placeholder: 'https://api.vendor.test/v1',
-    value: existing?.base_url ?? '',
-  });
-  const allowHttp = h('input', {
-    id: 'intg-allow-http',
-    type: 'checkbox',
-    checked: existing?.allow_http === true,
-  });
-  const headerRows: HeaderRow[] = [];
-  const headerList = h('div', { class: 'header-rows', id: 'intg-headers' });
-  let target: HTMLInputElement | null = null;
-  const renderHeaders = () =>
-    replace(
-      headerList,
-      headerRows.length === 0 ? h('p', { class: 'note' }, 'No headers.') : null,
-      headerRows.map((row, index) => {
-        row.name.setAttribute('aria-label', `Header ${index + 1} name`);
-        row.value.setAttribute('aria-label', `Header ${index + 1} value`);
-        return h(
-          'div',
-          { class: 'header-row', 'data-header': String(index) },
-          row.name,
-          row.value,
-          h(
-            'button',
-            {
-              type: 'button',
-              'aria-label': `Remove header ${index + 1}`,
-              on: {
-                click: () => {
-                  headerRows.splice(index, 1);
-                  if (target === row.value) target = null;
-                  renderHeaders();
-                },
-              },
-            },
-            'Remove',
-          ),
-          row.hint,
-        );
-      }),
-    );
-  const addHeader = (headerName = '', headerValue = ''): HeaderRow => {
-    const row: HeaderRow = {
-      name: h('input', {
-        value: headerName,
-        spellcheck: 'false',
-        placeholder: 'Authorization',
-        class: 'header-name',
-      }),
-      value: h('input', {
-        value: headerValue,
-        spellcheck: 'false',
-        placeholder: 'Bearer {{secret:VENDOR_TOKEN}}',
-        class: 'header-value',
-      }),
-      hint: h('div', { class: 'field-error', 'aria-live': 'polite' }),
-      key: null,
-    };
-    row.value.addEventListener('focus', () => (target = row.value));
-    headerRows.push(row);
-    renderHeaders();
-    return row;
+  const parts: SettingsParts = {
+    kit,
+    existing,
+    workspace,
+    secrets,
+    errors,
+    timeout: timeoutInput(existing),
+    secretsLink: h('a', { href: '#/secrets' }, `Secrets of workspace ${workspace}`),
   };
-  for (const [headerName, headerValue] of Object.entries(existing?.headers ?? {}))
-    addHeader(headerName, headerValue);
-  renderHeaders();
-
-  const pick = h(
-    'select',
-    { id: 'intg-secret-pick', disabled: secrets.length === 0 },
-    secrets.length === 0
-      ? h('option', { value: '' }, `(no secrets in workspace ${workspace})`)
-      : secrets.map((s) => h('option', { value: s }, s)),
-  );
-  const insert = h(
-    'button',
-    {
-      type: 'button',
-      id: 'intg-secret-insert',
-      disabled: secrets.length === 0,
-      on: {
-        click: () => {
-          if (!pick.value) return;
-          // Into the header value last in focus, else the last one (a new row when there is none).
-          const into = target ?? headerRows[headerRows.length - 1]?.value ?? addHeader().value;
-          const text = `{{secret:${pick.value}}}`;
-          const start = into.selectionStart ?? into.value.length;
-          const end = into.selectionEnd ?? into.value.length;
-          into.setRangeText(text, start, end, 'end');
-          into.focus();
-        },
-      },
-    },
-    'Insert into the header value',
-  );
-  const methods = METHODS.map((m) =>
-    h('input', {
-      type: 'checkbox',
-      id: `intg-method-${m}`,
-      value: m,
-      checked: (existing?.allowed_methods ?? ['GET', 'POST']).includes(m),
-    }),
-  );
-  const timeout = h('input', {
-    id: 'intg-timeout',
-    type: 'number',
-    min: 1,
-    max: 60000,
-    step: 1,
-    placeholder: '10000',
-    value:
-      existing?.timeout_ms === null || existing?.timeout_ms === undefined ? '' : String(existing.timeout_ms),
-  });
-
-  // SMTP
-  const host = h('input', {
-    id: 'intg-host',
-    spellcheck: 'false',
-    placeholder: 'smtp.example.com',
-    value: existing?.host ?? '',
-  });
-  const port = h('input', {
-    id: 'intg-port',
-    type: 'number',
-    min: 1,
-    max: 65535,
-    placeholder: '587 (465 with TLS)',
-    value: existing?.port === null || existing?.port === undefined ? '' : String(existing.port),
-  });
-  const security = h(
-    'select',
-    { id: 'intg-security' },
-    SECURITY.map(([v, label]) =>
-      h('option', { value: v, selected: v === (existing?.security ?? 'starttls') }, label),
-    ),
-  );
-  const username = h('input', {
-    id: 'intg-username',
-    spellcheck: 'false',
-    autocomplete: 'off',
-    value: existing?.username ?? '',
-  });
-  const current = existing?.password_secret ?? '';
-  const passwordSecret = h(
-    'select',
-    { id: 'intg-password-secret' },
-    h('option', { value: '' }, '(none: no login)'),
-    secrets.map((s) => h('option', { value: s, selected: s === current }, s)),
-    current && !secrets.includes(current)
-      ? h('option', { value: current, selected: true }, `${current} (not in workspace ${workspace})`)
-      : null,
-  );
-  const from = h('input', {
-    id: 'intg-from',
-    spellcheck: 'false',
-    placeholder: 'Risk desk <risk@example.com>',
-    value: existing?.from ?? '',
-  });
-
-  const note = (text: string, ...more: Array<HTMLElement | string>) =>
-    h('p', { class: 'note hint' }, text, ...more);
-  const timeoutField = () =>
-    kit.field('Timeout (ms, at most 60000; empty: 10000)', timeout, errors.hint('timeout_ms', timeout));
-  const secretsLink = h('a', { href: '#/secrets' }, `Secrets of workspace ${workspace}`);
+  const http = httpSettings(parts);
+  const smtp = smtpSettings(parts);
 
   const settings = h('div');
   const showSettings = () => {
     errors.clear();
     const chosen = existing?.type ?? type.value;
     if (chosen === 'HTTP') {
-      replace(
-        settings,
-        kit.section(
-          'HTTP',
-          kit.field(
-            'Base URL',
-            baseUrl,
-            h(
-              'div',
-              null,
-              note(
-                'Every call’s path is joined under it. https; its path (never its host) may hold {{secret:NAME}}.',
-              ),
-              errors.hint('base_url', baseUrl),
-            ),
-          ),
-          h(
-            'div',
-            { class: 'field check' },
-            allowHttp,
-            h('label', { for: 'intg-allow-http' }, 'Allow http (calls go in the clear)'),
-          ),
-          errors.hint('allow_http', allowHttp),
-          h(
-            'fieldset',
-            { class: 'headers', id: 'intg-headers-set' },
-            h('legend', null, 'Headers'),
-            h(
-              'div',
-              { class: 'header-row header-titles', 'aria-hidden': 'true' },
-              h('span', null, 'Name'),
-              h('span', null, 'Value'),
-            ),
-            headerList,
-            h(
-              'p',
-              null,
-              h(
-                'button',
-                { type: 'button', id: 'intg-add-header', on: { click: () => addHeader().name.focus() } },
-                'Add a header',
-              ),
-            ),
-            note(
-              '',
-              h('code', null, '{{secret:NAME}}'),
-              ' in a value is filled in with that secret’s value when a step sends (the secret of the run’s workspace). Credentials (Authorization, Cookie, *-Token, *-Api-Key…) must come from a secret, e.g. ',
-              h('code', null, 'Bearer {{secret:VENDOR_TOKEN}}'),
-              '.',
-            ),
-            h('div', { class: 'picker' }, kit.field('Secret to insert', pick), insert, secretsLink),
-            errors.hint('headers'),
-          ),
-          timeoutField(),
-          h(
-            'fieldset',
-            { class: 'methods', id: 'intg-methods' },
-            h('legend', null, 'Allowed methods'),
-            h(
-              'div',
-              { class: 'check-row' },
-              methods.map((box) =>
-                h('span', { class: 'check' }, box, h('label', { for: box.id }, box.value)),
-              ),
-            ),
-            errors.hint('allowed_methods', methods[0]!),
-          ),
-        ),
-      );
+      replace(settings, http.section());
     } else if (chosen === 'SMTP') {
-      replace(
-        settings,
-        kit.section(
-          'SMTP',
-          kit.field('Host', host, errors.hint('host', host)),
-          kit.field('Port', port, errors.hint('port', port)),
-          kit.field('Security', security, errors.hint('security', security)),
-          kit.field('Username (optional)', username, errors.hint('username', username)),
-          kit.field(
-            'Password secret',
-            passwordSecret,
-            h(
-              'div',
-              null,
-              note(
-                'The secret holding the password, by name, in the workspace of the run that sends. ',
-                secretsLink,
-              ),
-              errors.hint('password_secret', passwordSecret),
-            ),
-          ),
-          kit.field(
-            'From',
-            from,
-            h(
-              'div',
-              null,
-              note('The sender: an address, or a name and <address>.'),
-              errors.hint('from', from),
-            ),
-          ),
-          timeoutField(),
-        ),
-      );
+      replace(settings, smtp.section());
     } else {
       replace(
         settings,
@@ -453,36 +161,6 @@ export async function integrationFormPage(kit: PageKit, id: string | null): Prom
   type.addEventListener('change', showSettings);
   showSettings();
 
-  const numberOrNull = (input: HTMLInputElement) => (input.value.trim() === '' ? null : Number(input.value));
-  const textOrNull = (input: HTMLInputElement) => input.value.trim() || null;
-
-  /** The header rows as the API's object; a row with a value and no name, or a name twice, is said here. */
-  const readHeaders = (): Record<string, string> | null | false => {
-    const headers: Record<string, string> = {};
-    const seen = new Set<string>();
-    for (const [index, row] of headerRows.entries()) {
-      const headerName = row.name.value.trim();
-      if (row.key) errors.forget(row.key);
-      row.key = `header:${headerName.toLowerCase() || index}`;
-      errors.attach(row.key, row.hint, row.value);
-      if (headerName === '' && row.value.value === '') continue;
-      const problem =
-        headerName === ''
-          ? `Header ${index + 1} needs a name.`
-          : seen.has(headerName.toLowerCase())
-            ? `${headerName} is given twice: keep one.`
-            : null;
-      if (problem) {
-        errors.attach(row.key, row.hint, row.name);
-        errors.show(new Error(problem), () => row.key);
-        return false;
-      }
-      seen.add(headerName.toLowerCase());
-      headers[headerName] = row.value.value;
-    }
-    return Object.keys(headers).length === 0 ? null : headers;
-  };
-
   const save = h('button', { type: 'submit', class: 'primary' }, existing ? 'Save' : 'Create integration');
   const form = h(
     'form',
@@ -500,25 +178,11 @@ export async function integrationFormPage(kit: PageKit, id: string | null): Prom
           };
           if (!existing) payload.type = chosen;
           if (chosen === 'HTTP') {
-            const headers = readHeaders();
-            if (headers === false) return;
-            Object.assign(payload, {
-              base_url: textOrNull(baseUrl),
-              allow_http: allowHttp.checked,
-              headers,
-              timeout_ms: numberOrNull(timeout),
-              allowed_methods: methods.filter((box) => box.checked).map((box) => box.value),
-            });
+            const fields = http.read();
+            if (fields === false) return;
+            Object.assign(payload, fields);
           } else if (chosen === 'SMTP') {
-            Object.assign(payload, {
-              host: textOrNull(host),
-              port: numberOrNull(port),
-              security: security.value,
-              username: textOrNull(username),
-              password_secret: passwordSecret.value || null,
-              from: textOrNull(from),
-              timeout_ms: numberOrNull(timeout),
-            });
+            Object.assign(payload, smtp.read());
           }
           save.disabled = true;
           const saved = existing

@@ -5,7 +5,7 @@
  */
 import { call, query } from '../api';
 import { type Child, h, replace } from '../dom';
-import type { Integration } from '../pages/integrations';
+import type { Integration } from './integration-settings';
 
 export interface OnFailure {
   integration?: string;
