@@ -9,11 +9,7 @@ import pg from 'pg';
 import { createAccount } from '../engine/identity/account-store';
 import { createBackup } from '../ops/backup/create-backup';
 import { restoreBackup, verifyBackup } from '../ops/backup/restore-backup';
-import {
-  findPostgresTool,
-  libpqConnection,
-  serverMajorVersion,
-} from '../ops/backup/postgres-tools';
+import { findPostgresTool, libpqConnection, serverMajorVersion } from '../ops/backup/postgres-tools';
 import { connectDatabase, migrateLatest } from '../engine/platform/database';
 import { CHUNK_BYTES, newBlobId, writeBlob } from '../engine/files/file-blobs';
 import { startEmbeddedPostgres } from '../ops/embedded/embedded-postgres';

@@ -89,14 +89,10 @@ async function checkGenerator(): Promise<string> {
  */
 function runOnSoftwareAdapter(argv: readonly string[]): void {
   const root = path.resolve(__dirname, '..');
-  const installed = spawnSync(
-    process.execPath,
-    [path.join(root, 'scripts', 'install-lavapipe.mjs')],
-    {
-      cwd: root,
-      encoding: 'utf8',
-    },
-  );
+  const installed = spawnSync(process.execPath, [path.join(root, 'scripts', 'install-lavapipe.mjs')], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (installed.status !== 0) throw new Error(installed.stderr.trim() || 'lavapipe could not be had');
   const lavapipe = installed.stdout.trim().split('\n').pop()!;
   const rest = argv.filter((arg) => arg !== '--software' && arg !== 'gpu');

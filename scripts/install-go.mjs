@@ -153,9 +153,7 @@ export async function installGo() {
   if (actual !== expected) {
     await rm(partial, { recursive: true, force: true });
     await rm(zip, { force: true });
-    throw new Error(
-      `${url}: checksum ${actual}, expected ${expected} (the pin in scripts/install-go.mjs)`,
-    );
+    throw new Error(`${url}: checksum ${actual}, expected ${expected} (the pin in scripts/install-go.mjs)`);
   }
   await rm(target, { recursive: true, force: true });
   await rename(partial, target);

@@ -197,15 +197,11 @@ describe('pas restore checks', () => {
     const damaged = await copyWith('cut-for-data-dir.tar', (bytes) => bytes.subarray(0, bytes.length - 1024));
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, EMBEDDED_POSTGRES_PORT: '1' };
     delete env.DATABASE_URL;
-    const result = spawnSync(
-      process.execPath,
-      [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', damaged],
-      {
-        env,
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
-    );
+    const result = spawnSync(process.execPath, [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', damaged], {
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/truncated/);
     expect(existsSync(dataDir)).toBe(false);
@@ -281,15 +277,11 @@ describe('pas restore checks', () => {
       EMBEDDED_POSTGRES_PORT: String(postgresPort),
     };
     delete env.DATABASE_URL;
-    const result = spawnSync(
-      process.execPath,
-      [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', file],
-      {
-        env,
-        encoding: 'utf8',
-        timeout: 120_000,
-      },
-    );
+    const result = spawnSync(process.execPath, [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', file], {
+      env,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect({ status: result.status, stdout: result.stdout }).toEqual({
       status: 1,
       stdout: expect.stringContaining(`Restoring into DATA_DIR ${dataDir}`),

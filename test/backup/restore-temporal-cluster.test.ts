@@ -81,15 +81,11 @@ test('with TEMPORAL_ADDRESS, pas restore terminates the run workflows left open 
       TEMPORAL_ADDRESS: temporalAddress(),
       TEMPORAL_TASK_QUEUE: taskQueue,
     };
-    const restored = spawnSync(
-      process.execPath,
-      [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', file],
-      {
-        env,
-        encoding: 'utf8',
-        timeout: 120_000,
-      },
-    );
+    const restored = spawnSync(process.execPath, [path.join(ROOT, 'ops/cli/pas.mjs'), 'restore', file], {
+      env,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect({ status: restored.status, stderr: restored.stderr }).toEqual({ status: 0, stderr: '' });
     expect(restored.stdout).toContain(`now FAILED`);
     expect(restored.stdout).toMatch(

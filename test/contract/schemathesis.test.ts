@@ -88,7 +88,8 @@ describe('schemathesis against the served OpenAPI document', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     try {
       const { stdout, stderr } = await run(path.join(bin, 'st'), args, {
-        timeout: 480_000,
+        // Its coverage phase alone took 351 s on 2 cores with other suites beside it (load 9).
+        timeout: 900_000,
         maxBuffer: 64 * 1024 * 1024,
         env: { ...process.env, PYTHONUNBUFFERED: '1', SCHEMATHESIS_HOOKS: HOOKS },
         // Its example database stays with the other test artifacts, out of the work tree.
@@ -118,7 +119,7 @@ describe('schemathesis against the served OpenAPI document', () => {
       summary: expect.any(Array),
       tail: '',
     });
-  }, 500_000);
+  }, 920_000);
 
   // The run above passes only if every refusal of a schema-valid request is listed; this shows that an
   // unlisted one fails it: the worker executions' one-of-two parameters rule, with the operation's 400

@@ -64,7 +64,8 @@ async function timedStart(extra: Record<string, string>): Promise<Start> {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     if (child.exitCode === null) child.kill('SIGTERM');
     await exited;
-    await rm(dataDir, { recursive: true, force: true });
+    // The worker's first Python environment build may still be unpacking into DATA_DIR as it stops.
+    await rm(dataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
   }
 }
 

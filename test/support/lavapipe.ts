@@ -11,11 +11,11 @@ const ROOT = path.resolve(__dirname, '..', '..');
  * installer's one line saying what is missing: the tests that need it fail, never skip.
  */
 export function lavapipeEnvironment(): { VK_ICD_FILENAMES: string; LD_LIBRARY_PATH: string } {
-  const installed = spawnSync(
-    process.execPath,
-    [path.join(ROOT, 'scripts', 'install-lavapipe.mjs')],
-    { cwd: ROOT, encoding: 'utf8', timeout: 300_000 },
-  );
+  const installed = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'install-lavapipe.mjs')], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   if (installed.status !== 0)
     throw new Error(installed.stderr.trim().split('\n').pop() ?? 'lavapipe could not be had');
   const root = installed.stdout.trim().split('\n').pop()!;
