@@ -6,6 +6,7 @@ import { runGpuBench } from './gpu.bench';
 import { runHttpPipelineBench } from './http-pipeline.bench';
 import { runOutboundBench } from './outbound.bench';
 import { runPythonStepBench } from './python-step.bench';
+import { runRecordsBench } from './records.bench';
 import { runWorkflowBench } from './workflow.bench';
 
 /** Every benchmark by name; `npm run bench -- NAME…` runs those, `npm run bench` all of them. */
@@ -19,6 +20,7 @@ const BENCHES: Record<string, (argv: readonly string[]) => Promise<void>> = {
   backup: (argv) => runBackupBench(argv),
   'python-step': (argv) => runPythonStepBench(argv),
   outbound: (argv) => runOutboundBench(argv),
+  records: (argv) => runRecordsBench(argv),
 };
 
 /**
