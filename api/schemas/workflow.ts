@@ -3,6 +3,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import { ID_PREFIXES } from '../../engine/platform/ids';
 import { WORKER_TEMPLATE_ID_PREFIX } from '../../engine/kinds/worker-template';
 import { TRIGGER_TYPES } from '../../engine/workflows/workflow-store';
+import type { WorkerNodeRequest } from '../../engine/workflows/workflow-definition';
 import {
   Description,
   IdParams,
@@ -191,7 +192,8 @@ export const workflowFields = {
       },
     ),
   ),
-  workers: Type.Array(Type.Ref('WorkflowWorkerInput'), {
+  // The engine takes each worker typed as this schema accepts it (WorkerNodeRequest), unchecked.
+  workers: Type.Array(Type.Unsafe<WorkerNodeRequest>(Type.Ref('WorkflowWorkerInput')), {
     description:
       'Replaces the whole graph on update. Exactly one STARTER, every path ending at an ENDER, ' +
       'no cycle, each FORKER joined by one BARRIER downstream (forks do not nest).',

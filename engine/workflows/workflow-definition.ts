@@ -1,9 +1,5 @@
-import { checkName } from '../store/entity-fields';
 import { checkStorableFields } from '../store/storable-json';
 import { InvalidInput } from '../platform/errors';
-import { isId } from '../platform/ids';
-import { isPlainObject } from '../platform/plain-object';
-import { WORKER_TEMPLATE_ID_PREFIX } from '../kinds/worker-template';
 
 /**
  * A workflow definition is a graph of workers (nodes) joined by edges to the next workers.
@@ -65,78 +61,71 @@ export const DEFINITION_MAX_BYTES = 1024 * 1024;
 /** Types that cannot do their job without a script: BASIC runs one, CONDITIONAL decides with one. */
 const NEEDS_SCRIPT: ReadonlySet<WorkerType> = new Set(['BASIC', 'CONDITIONAL']);
 
-/** `next` may come as one id or a list of ids (the skeleton and GUI clients write both). */
-function edgeList(value: unknown, where: string): string[] {
-  if (value === undefined || value === null) return [];
-  const list = typeof value === 'string' ? [value] : value;
-  if (!Array.isArray(list) || !list.every((item) => typeof item === 'string')) {
-    throw new InvalidInput(`${where} must be a worker id or a list of worker ids.`);
-  }
-  return [...new Set(list as string[])];
+/**
+ * A worker as a request's schema (WorkflowWorkerInput, api/schemas/workflow.ts) accepted it, or as a
+ * stored definition holds it: the shape of every field is the schema's, not checked again here.
+ */
+export interface WorkerNodeRequest {
+  readonly id: string;
+  readonly name: string;
+  readonly type: WorkerType;
+  readonly template_id?: string | null;
+  readonly script?: string | null;
+  readonly script_runtime?: 'javascript' | 'python3.11' | null;
+  readonly script_inputs?: Record<string, unknown>;
+  readonly next?: string | readonly string[];
+  readonly next_true?: string | readonly string[];
+  readonly next_false?: string | readonly string[];
 }
 
-function parseNode(raw: unknown, index: number): WorkerNode {
+/** `next` may come as one id or a list of ids (the skeleton and GUI clients write both). */
+function edgeList(value: string | readonly string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return [...new Set(typeof value === 'string' ? [value] : value)];
+}
+
+/**
+ * One worker normalised: "none" spelled empty or null, one edge or a list. Only the rules across its
+ * fields are checked, which no schema states: template or script (one of them, and one where the
+ * type needs it), a Python runtime only for an inline script, the script's size in bytes, and edges
+ * that fit the type.
+ */
+function parseNode(raw: WorkerNodeRequest, index: number): WorkerNode {
   const where = `workers[${index}]`;
-  if (!isPlainObject(raw)) throw new InvalidInput(`${where} must be an object.`);
-  const id = raw.id;
-  if (typeof id !== 'string' || !isId('worker', id)) {
-    throw new InvalidInput(`${where}.id must be wrkr_ plus 25 letters or digits.`);
-  }
-  const type = raw.type;
-  if (!(WORKER_TYPES as readonly unknown[]).includes(type)) {
-    throw new InvalidInput(`${where}.type must be one of ${WORKER_TYPES.join(', ')}.`);
-  }
+  const { id, type } = raw;
   // An empty string is how some clients (and type coercion) spell "none".
-  const templateId = raw.template_id === '' ? null : (raw.template_id ?? null);
-  if (
-    templateId !== null &&
-    (typeof templateId !== 'string' || !isId(WORKER_TEMPLATE_ID_PREFIX, templateId))
-  ) {
-    throw new InvalidInput(`${where}.template_id must be a worker template id (wtpl_…).`);
-  }
-  const script = raw.script === '' ? null : (raw.script ?? null);
-  if (script !== null) {
-    if (typeof script !== 'string' || script.trim() === '') {
-      throw new InvalidInput(`${where}.script must be JavaScript source defining main(args).`);
-    }
-    if (Buffer.byteLength(script, 'utf8') > INLINE_SCRIPT_MAX_BYTES) {
-      throw new InvalidInput(
-        `${where}.script is over ${INLINE_SCRIPT_MAX_BYTES} bytes: publish it as a worker template.`,
-      );
-    }
+  const templateId = raw.template_id || null;
+  const script = raw.script || null;
+  if (script !== null && Buffer.byteLength(script, 'utf8') > INLINE_SCRIPT_MAX_BYTES) {
+    throw new InvalidInput(
+      `${where}.script is over ${INLINE_SCRIPT_MAX_BYTES} bytes: publish it as a worker template.`,
+    );
   }
   if (templateId !== null && script !== null) {
     throw new InvalidInput(`${where} has both template_id and script: give one of them.`);
   }
-  if (NEEDS_SCRIPT.has(type as WorkerType) && templateId === null && script === null) {
-    throw new InvalidInput(`${where} (${String(type)}) needs a template_id or a script.`);
+  if (NEEDS_SCRIPT.has(type) && templateId === null && script === null) {
+    throw new InvalidInput(`${where} (${type}) needs a template_id or a script.`);
   }
   const runtime = raw.script_runtime ?? null;
-  if (runtime !== null && runtime !== 'javascript' && runtime !== 'python3.11') {
-    throw new InvalidInput(
-      `${where}.script_runtime "${String(runtime).slice(0, 40)}" is not supported: the accepted runtimes of an inline script are javascript or python3.11.`,
-    );
-  }
   if (runtime === 'python3.11' && script === null) {
     throw new InvalidInput(
       `${where}.script_runtime is for an inline script: give script (a template has its own).`,
     );
   }
-  const scriptInputs = raw.script_inputs ?? {};
-  if (!isPlainObject(scriptInputs)) throw new InvalidInput(`${where}.script_inputs must be an object.`);
   const node: WorkerNode = {
     id,
-    name: checkName(raw.name, `${where}.name`),
-    type: type as WorkerType,
-    template_id: templateId as string | null,
-    script: script as string | null,
-    script_inputs: scriptInputs,
-    next: edgeList(raw.next, `${where}.next`),
+    name: raw.name,
+    type,
+    template_id: templateId,
+    script,
+    script_inputs: raw.script_inputs ?? {},
+    next: edgeList(raw.next),
   };
   if (runtime === 'python3.11') node.script_runtime = runtime;
   if (type === 'CONDITIONAL') {
-    node.next_true = edgeList(raw.next_true, `${where}.next_true`);
-    node.next_false = edgeList(raw.next_false, `${where}.next_false`);
+    node.next_true = edgeList(raw.next_true);
+    node.next_false = edgeList(raw.next_false);
   } else if (raw.next_true !== undefined || raw.next_false !== undefined) {
     throw new InvalidInput(`${where}: only a CONDITIONAL has next_true and next_false.`);
   }
@@ -251,11 +240,14 @@ function matchBarriers(starterId: string, byId: Map<string, WorkerNode>): Record
 }
 
 /**
- * Checks the graph and returns it normalised, with the plan the interpreter follows. Templates and
- * their form inputs are checked by the caller (they need the database).
+ * Checks the graph of workers a request's schema accepted (or a stored definition) and returns it
+ * normalised, with the plan the interpreter follows. Templates and their form inputs are checked by
+ * the caller (they need the database).
  */
-export function parseDefinition(raw: unknown): { workers: WorkerNode[]; plan: WorkflowPlan } {
-  if (!Array.isArray(raw)) throw new InvalidInput('workers is required: a list of worker objects.');
+export function parseDefinition(raw: readonly WorkerNodeRequest[]): {
+  workers: WorkerNode[];
+  plan: WorkflowPlan;
+} {
   if (raw.length > WORKERS_MAX) {
     throw new InvalidInput(`A workflow has at most ${WORKERS_MAX} workers, got ${raw.length}.`);
   }

@@ -19,6 +19,7 @@ import {
   type StoredWorkflow,
   updateWorkflow,
   WORKFLOW,
+  type WorkflowCreateInput,
   type WorkflowInput,
 } from './workflow-store';
 
@@ -329,7 +330,7 @@ export async function createWorkflowWithSchedule(
   db: Database,
   schedules: WorkflowSchedules,
   actor: Actor,
-  input: WorkflowInput,
+  input: WorkflowCreateInput,
 ): Promise<StoredWorkflow> {
   return db.transaction(async (trx) => {
     const workflow = await createWorkflow(trx, actor, input);

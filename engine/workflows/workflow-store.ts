@@ -16,7 +16,13 @@ import { readWorkerTemplate, WORKER_TEMPLATE } from '../kinds/worker-template';
 import type { Trigger } from './execution-records';
 import { parseScheduleConfig } from './schedule-config';
 import { scriptInputProblem } from './script-inputs';
-import { parseDefinition, storedWorkers, type WorkerNode, type WorkflowPlan } from './workflow-definition';
+import {
+  parseDefinition,
+  storedWorkers,
+  type WorkerNode,
+  type WorkerNodeRequest,
+  type WorkflowPlan,
+} from './workflow-definition';
 import { isPlainObject } from '../platform/plain-object';
 import { findNamedIntegration } from '../integrations/outbound-calls';
 import { checkMailbox } from '../integrations/smtp-send';
@@ -73,18 +79,25 @@ export interface StoredWorkflow {
   record: EntityRecord;
 }
 
+/**
+ * A workflow request as the route's schema (WorkflowCreate, WorkflowUpdate in api/schemas/workflow.ts)
+ * accepted it: every field's shape is the schema's. Null means "not given" (Python clients send None).
+ */
 export interface WorkflowInput {
-  name?: unknown;
-  description?: unknown;
-  tags?: unknown;
-  workspace?: unknown;
-  trigger_type?: unknown;
-  trigger_config?: unknown;
-  trigger_enabled?: unknown;
-  gui?: unknown;
-  on_failure?: unknown;
-  workers?: unknown;
+  name?: string | null;
+  description?: string | null;
+  tags?: string | readonly string[] | null;
+  workspace?: string;
+  trigger_type?: Trigger | null;
+  trigger_config?: Record<string, unknown> | null;
+  trigger_enabled?: boolean | null;
+  gui?: { offset_x?: number | null; offset_y?: number | null; zoom?: number | null } | null;
+  on_failure?: { integration: string; to?: string[] } | { workflow_id: string } | null;
+  workers?: readonly WorkerNodeRequest[] | null;
 }
+
+/** A create request: its schema requires the name and the workers. */
+export type WorkflowCreateInput = WorkflowInput & { name: string; workers: readonly WorkerNodeRequest[] };
 
 /** Where a failed run's alert goes: an HTTP or SMTP integration, or a handler workflow. */
 export type OnFailure = { integration: string; to?: string[] } | { workflow_id: string };
@@ -92,25 +105,23 @@ export type OnFailure = { integration: string; to?: string[] } | { workflow_id: 
 /**
  * `on_failure` as stored: the integration resolved to its id (a name is accepted), and checked to
  * be an HTTP or SMTP one of the account (SMTP needing `to`), or a handler workflow of the same
- * workspace other than the workflow itself. `null` clears it.
+ * workspace other than the workflow itself. `null` clears it. The shape is the schema's; what is
+ * checked here needs stored state, or the integration's type.
  */
 async function checkOnFailure(
   db: Database,
   accountId: string,
-  workspace: unknown,
+  workspace: string | undefined,
   selfId: string | null,
-  value: unknown,
+  value: NonNullable<WorkflowInput['on_failure']> | null,
 ): Promise<OnFailure | null> {
   if (value === null) return null;
-  if (!isPlainObject(value)) {
-    throw new InvalidInput('on_failure must be {integration, to?}, {workflow_id} or null.');
-  }
-  if (value.integration !== undefined) {
+  if ('integration' in value) {
     const integration = await findNamedIntegration(db, accountId, value.integration).catch(
       (error: unknown) => {
         if (error instanceof NotFound) {
           throw new InvalidInput(
-            `on_failure.integration: integration ${String(value.integration)} not found in this account.`,
+            `on_failure.integration: integration ${value.integration} not found in this account.`,
           );
         }
         throw error;
@@ -123,56 +134,34 @@ async function checkOnFailure(
       );
     }
     if (type === 'HTTP') {
-      if (value.to !== undefined && value.to !== null) {
+      if (value.to !== undefined) {
         throw new InvalidInput(
           'on_failure.to is for an SMTP integration; an HTTP one posts to its base_url.',
         );
       }
       return { integration: integration.id };
     }
-    const to = typeof value.to === 'string' ? [value.to] : value.to;
-    if (!Array.isArray(to) || to.length === 0) {
+    const to = value.to;
+    if (to === undefined || to.length === 0) {
       throw new InvalidInput('on_failure.to is required for an SMTP integration: the addresses to alert.');
     }
-    to.forEach((address, index) => checkMailbox(`on_failure.to[${index}]`, address as string));
-    return { integration: integration.id, to: to as string[] };
+    to.forEach((address, index) => checkMailbox(`on_failure.to[${index}]`, address));
+    return { integration: integration.id, to };
   }
-  if (value.workflow_id !== undefined) {
-    const id = value.workflow_id;
-    if (typeof id !== 'string' || !isId('workflow', id)) {
-      throw new InvalidInput(
-        'on_failure.workflow_id must be the id (wrkf_…) of a workflow of this workspace.',
-      );
+  const id = value.workflow_id;
+  if (id === selfId)
+    throw new InvalidInput(
+      'on_failure.workflow_id must be another workflow: a workflow cannot handle its own failure.',
+    );
+  try {
+    await findEntity(db, accountId, WORKFLOW, id, workspace);
+  } catch (error) {
+    if (error instanceof NotFound) {
+      throw new InvalidInput(`on_failure.workflow_id: workflow ${id} not found in this workspace.`);
     }
-    if (id === selfId)
-      throw new InvalidInput(
-        'on_failure.workflow_id must be another workflow: a workflow cannot handle its own failure.',
-      );
-    try {
-      await findEntity(db, accountId, WORKFLOW, id, workspace);
-    } catch (error) {
-      if (error instanceof NotFound) {
-        throw new InvalidInput(`on_failure.workflow_id: workflow ${id} not found in this workspace.`);
-      }
-      throw error;
-    }
-    return { workflow_id: id };
+    throw error;
   }
-  throw new InvalidInput(
-    'on_failure must name an integration ({integration, to?}) or a workflow ({workflow_id}).',
-  );
-}
-
-function checkTriggerType(value: unknown): Trigger {
-  if (!(TRIGGER_TYPES as readonly unknown[]).includes(value)) {
-    throw new InvalidInput(`trigger_type must be one of ${TRIGGER_TYPES.join(', ')}.`);
-  }
-  return value as Trigger;
-}
-
-function checkTriggerConfig(value: unknown): Record<string, unknown> {
-  if (!isPlainObject(value)) throw new InvalidInput('trigger_config must be an object.');
-  return value;
+  return { workflow_id: id };
 }
 
 /**
@@ -214,23 +203,13 @@ async function checkIntegrationTrigger(
   return body;
 }
 
-function checkTriggerEnabled(value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new InvalidInput('trigger_enabled must be a boolean.');
-  return value;
-}
-
-function checkGui(value: unknown): WorkflowGui {
-  if (!isPlainObject(value)) throw new InvalidInput('gui must be an object {offset_x, offset_y, zoom}.');
-  const gui = { ...DEFAULT_GUI };
-  for (const key of ['offset_x', 'offset_y', 'zoom'] as const) {
-    const number = value[key];
-    if (number === undefined || number === null) continue;
-    if (typeof number !== 'number' || !Number.isFinite(number)) {
-      throw new InvalidInput(`gui.${key} must be a number.`);
-    }
-    gui[key] = number;
-  }
-  return gui;
+/** The view's position and zoom: what the request sets, the defaults for what it leaves out or nulls. */
+function guiOf(value: NonNullable<WorkflowInput['gui']>): WorkflowGui {
+  return {
+    offset_x: value.offset_x ?? DEFAULT_GUI.offset_x,
+    offset_y: value.offset_y ?? DEFAULT_GUI.offset_y,
+    zoom: value.zoom ?? DEFAULT_GUI.zoom,
+  };
 }
 
 /**
@@ -240,7 +219,7 @@ function checkGui(value: unknown): WorkflowGui {
 export async function checkDefinition(
   db: Database,
   accountId: string,
-  raw: unknown,
+  raw: readonly WorkerNodeRequest[],
 ): Promise<{ workers: WorkerNode[]; plan: WorkflowPlan }> {
   const definition = parseDefinition(raw);
   const templateIds = [...new Set(definition.workers.flatMap((w) => (w.template_id ? [w.template_id] : [])))];
@@ -289,26 +268,20 @@ export function workflowView(workflow: StoredWorkflow | EntityRecord): Record<st
   return WORKFLOW.view('record' in workflow ? workflow.record : workflow);
 }
 
-/** The request fields this resource reads; other keys of a body are ignored, never checked. */
+/** The body fields a request sets; null, like leaving a field out, keeps the stored value. */
 function bodyChanges(input: WorkflowInput): Record<string, unknown> {
   const changes: Record<string, unknown> = {};
-  if (input.trigger_type !== undefined && input.trigger_type !== null) {
-    changes.trigger_type = checkTriggerType(input.trigger_type);
-  }
-  if (input.trigger_config !== undefined && input.trigger_config !== null) {
-    changes.trigger_config = checkTriggerConfig(input.trigger_config);
-  }
-  if (input.trigger_enabled !== undefined && input.trigger_enabled !== null) {
-    changes.trigger_enabled = checkTriggerEnabled(input.trigger_enabled);
-  }
-  if (input.gui !== undefined && input.gui !== null) changes.gui = checkGui(input.gui);
+  if (input.trigger_type != null) changes.trigger_type = input.trigger_type;
+  if (input.trigger_config != null) changes.trigger_config = input.trigger_config;
+  if (input.trigger_enabled != null) changes.trigger_enabled = input.trigger_enabled;
+  if (input.gui != null) changes.gui = guiOf(input.gui);
   return changes;
 }
 
 export async function createWorkflow(
   db: Database,
   actor: Actor,
-  input: WorkflowInput,
+  input: WorkflowCreateInput,
 ): Promise<StoredWorkflow> {
   const { workers, plan } = await checkDefinition(db, actor.principal.accountId, input.workers);
   const onFailure =

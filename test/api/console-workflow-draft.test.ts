@@ -37,10 +37,17 @@ import { WorkerNodeInput, WorkflowCreate } from '../../api/schemas/workflow';
 import { InvalidInput } from '../../engine/platform/errors';
 import { bodyValidator } from '../../engine/platform/schema-validator';
 import { StorableJson } from '../../engine/store/field-schemas';
-import { parseDefinition } from '../../engine/workflows/workflow-definition';
+import { parseDefinition, type WorkerNodeRequest } from '../../engine/workflows/workflow-definition';
 import { parseScheduleConfig } from '../../engine/workflows/schedule-config';
 
 const TEST_ROOT = path.resolve(__dirname, '..');
+
+/** The API's create schema, then its graph rules: what a POST /v2/workflows of these workers meets. */
+const validateWorkflow = bodyValidator(WorkflowCreate, [WorkerNodeInput, StorableJson]);
+function apiDefinition(workers: unknown) {
+  validateWorkflow({ name: 'W', workers });
+  return parseDefinition(workers as WorkerNodeRequest[]);
+}
 const HISTORIES = path.join(TEST_ROOT, 'workflows', 'fixtures', 'histories');
 
 type Body = Record<string, unknown> & { workers: Array<Record<string, unknown>> };
@@ -290,7 +297,7 @@ describe('the workflow editor model', () => {
     // The false branch joins the ENDER too.
     d = connect(d, ids.none, 'next', end);
     const body = toWorkflowBody(d) as Body;
-    const { workers, plan } = parseDefinition(body.workers);
+    const { workers, plan } = apiDefinition(body.workers);
     expect(plan).toEqual({ starterId: start, enderId: end, barrierOf: { [ids.fork]: ids.join } });
     expect(workers.map((w) => w.name)).toEqual([
       'Start',
@@ -327,7 +334,7 @@ describe('the workflow editor model', () => {
     expect(d.workers.map((w) => w.name)).toEqual(['Start', 'A', 'B', 'End']);
     const without = removeStep(d, a);
     expect(targets(without.workers[0]!, 'next')).toEqual([b]);
-    expect(() => parseDefinition(toWorkflowBody(without).workers)).not.toThrow();
+    expect(() => apiDefinition(toWorkflowBody(without).workers)).not.toThrow();
     // Moving: A and B trade places on the path and in the list.
     const moved = moveStep(d, a, 'later')!;
     expect(moved.workers.map((w) => w.name)).toEqual(['Start', 'B', 'A', 'End']);
@@ -426,8 +433,7 @@ describe('the workflow editor model', () => {
     /** The message the API's own check answers for this list of workers. */
     const messageOf = (workers: unknown): string => {
       try {
-        bodyValidator(WorkflowCreate, [WorkerNodeInput, StorableJson])({ name: 'W', workers });
-        parseDefinition(workers);
+        apiDefinition(workers);
       } catch (error) {
         if (error instanceof InvalidInput) return error.message;
         throw error;
