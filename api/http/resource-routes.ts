@@ -5,6 +5,7 @@ import type { LagTolerantReads } from '../../engine/platform/read-replica';
 import { listRoute, retrieveRoute } from './entity-routes';
 import {
   createResource,
+  type ResourceInput,
   deleteResource,
   ignoredWorkspaceText,
   type Operation,
@@ -102,7 +103,7 @@ export function resourceRoutes(
   const errors = (operation: Operation) =>
     errorResponses(...generic[operation].errors, ...((spec.operations?.[operation] || {}).errors ?? []));
   const routed = (operation: Operation) => spec.operations?.[operation] !== false;
-  const workspaceOf = (body: { workspace?: unknown }, query: { workspace?: unknown }) =>
+  const workspaceOf = (body: { workspace?: string }, query: { workspace?: string }) =>
     workspaceBound ? (body.workspace ?? query.workspace) : undefined;
 
   return async (app, { db, reads }) => {
@@ -125,8 +126,9 @@ export function resourceRoutes(
           },
         },
         async (request) => {
-          const body = request.body as Record<string, unknown>;
-          const query = request.query as Record<string, unknown>;
+          // The kind's request schema (Create, Update) accepted the body, and Query the query.
+          const body = request.body as ResourceInput;
+          const query = request.query as { workspace?: string };
           const record = await createResource(db, request.actor, kind, {
             ...body,
             workspace: workspaceOf(body, query),
@@ -180,8 +182,9 @@ export function resourceRoutes(
         },
         async (request) => {
           const { id } = request.params as { id: string };
-          const body = request.body as Record<string, unknown>;
-          const query = request.query as Record<string, unknown>;
+          // The kind's request schema (Create, Update) accepted the body, and Query the query.
+          const body = request.body as ResourceInput;
+          const query = request.query as { workspace?: string };
           const record = await updateResource(db, request.actor, kind, id, {
             ...body,
             workspace: workspaceOf(body, query),

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import multipart, { type Multipart } from '@fastify/multipart';
-import { type Static, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../engine/platform/database';
@@ -10,7 +10,6 @@ import { type EntityRecord, viewEntity } from '../../engine/store/entity-store';
 import { listRoute } from '../http/entity-routes';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import {
-  CREATE_CONTENT_TYPES,
   createFile,
   deleteFile,
   DOWNLOAD_PART_SIZE_DEFAULT,
@@ -19,26 +18,20 @@ import {
   FILE,
   fileBase64,
   totalPartsOf,
-  UPDATE_CONTENT_TYPES,
   updateFile,
   viewFilePart,
 } from '../../engine/files/file-store';
+import { FileCreateBody, FileUpdateBody } from '../../engine/files/file-schemas';
 import {
   type FormItem,
   type PartOutcome,
   receivePart,
   type UploadTarget,
 } from '../../engine/files/file-uploads';
-import {
-  DateYmd,
-  IdParams,
-  Name,
-  StorableText,
-  Tags,
-  WorkspaceParam,
-} from '../../engine/store/field-schemas';
+import { IdParams, NAME_MAX, WorkspaceParam } from '../../engine/store/field-schemas';
+import { isPlainObject } from '../../engine/platform/plain-object';
 import { errorResponses, Timestamp } from '../schemas/common';
-import { listQuerystring, LooseBoolean, looseBoolean, Nullable } from '../schemas/entity-lists';
+import { listQuerystring, looseBoolean, Nullable } from '../schemas/entity-lists';
 
 const fileProperties = {
   id: Type.String(),
@@ -76,46 +69,7 @@ const FileListItem = Type.Object(
   { title: 'FileListItem' },
 );
 
-const contentTypeList = (types: readonly string[]) => types.map((type) => `\`${type}\``).join(', ');
 const workspaceField = WorkspaceParam;
-// Left to the engine: strict Base64 (canonical padding), which it checks in slices as the body may be
-// ~100 MB; `contentEncoding` documents it without a whole-body regex here.
-const fileBody = (operation: 'create' | 'update', types: readonly string[]) =>
-  Type.Object({
-    name: Name,
-    description: StorableText({
-      maxLength: 500,
-      description: 'REQUIRED (may be empty). Up to 500 characters; #hashtags become tags.',
-    }),
-    tags: Type.Optional(Tags),
-    data: Type.String({
-      contentEncoding: 'base64',
-      description: 'The content in strict Base64 (standard alphabet, padded).',
-    }),
-    content_type: Type.Union(
-      types.map((type) => Type.Literal(type)),
-      {
-        'x-rule': `one of the types allowed on ${operation}: ${types.join(', ')}`,
-        description: `Allowed on ${operation}: ${contentTypeList(types)}.`,
-      },
-    ),
-    date: Type.Optional(
-      Type.Union([DateYmd, Type.Null()], {
-        description: operation === 'create' ? 'YYYYMMDD, default today.' : 'YYYYMMDD; absent keeps it.',
-      }),
-    ),
-    with_data: Type.Optional(LooseBoolean),
-    workspace: workspaceField,
-    link_uid: Type.Optional(
-      Type.Union([StorableText({ maxLength: 200 }), Type.Null()], {
-        'x-rule': 'a string of at most 200 characters',
-        description: 'Default null.',
-      }),
-    ),
-  });
-const FileCreateBody = fileBody('create', CREATE_CONTENT_TYPES);
-const FileUpdateBody = fileBody('update', UPDATE_CONTENT_TYPES);
-type FileJsonBody = Static<typeof FileCreateBody>;
 
 /**
  * The form of one part of a multipart upload, for the OpenAPI document. The engine reads the fields
@@ -364,6 +318,19 @@ async function* formOf(request: FastifyRequest, maxPayloadBytes: number): AsyncG
   }
 }
 
+/**
+ * The JSON body, which the route's schema (FileCreateBody, FileUpdateBody) has validated: typed from
+ * here on. Fastify validates a body by its media type, and only application/json has a schema besides
+ * the form, so a request without a JSON body (none at all, or text/plain) reaches the handler
+ * unvalidated: it has no name, and is refused with the words it has always had.
+ */
+function validatedBody<T>(body: unknown): T {
+  if (!isPlainObject(body)) {
+    throw new InvalidInput(`name is required: a string of 1 to ${NAME_MAX} characters.`);
+  }
+  return body as T;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 const fileRoutes: FastifyPluginAsyncTypebox<{
@@ -448,7 +415,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       if (request.isMultipart()) return receive(request, reply, { kind: 'create' }, request.query.workspace);
-      const body = (request.body ?? {}) as FileJsonBody;
+      const body = validatedBody<FileCreateBody>(request.body);
       const record = await createFile(db, request.actor, {
         ...body,
         workspace: body.workspace ?? request.query.workspace,
@@ -535,7 +502,7 @@ const fileRoutes: FastifyPluginAsyncTypebox<{
       if (request.isMultipart()) {
         return receive(request, reply, { kind: 'replace', fileId: id }, request.query.workspace);
       }
-      const body = (request.body ?? {}) as FileJsonBody;
+      const body = validatedBody<FileUpdateBody>(request.body);
       const record = await updateFile(db, request.actor, id, {
         ...body,
         workspace: body.workspace ?? request.query.workspace,

@@ -13,17 +13,8 @@ import {
   shareView,
   updateReport,
 } from '../../engine/reports/report-store';
-import {
-  DateYmd,
-  Description,
-  IdParams,
-  Name,
-  StorableText,
-  StoredJson,
-  StoredObject,
-  Tags,
-  WorkspaceParam,
-} from '../../engine/store/field-schemas';
+import { ReportCreate, ReportUpdate } from '../../engine/reports/report-schemas';
+import { IdParams, WorkspaceParam } from '../../engine/store/field-schemas';
 import { errorResponses, Timestamp } from '../schemas/common';
 import { listQuerystring, Nullable } from '../schemas/entity-lists';
 
@@ -84,60 +75,6 @@ const SharedReport = Type.Object(
 );
 
 const workspaceField = WorkspaceParam;
-
-// What a schema cannot state stays in the engine: distinct widget ids, and what each drawn widget type needs.
-const Widget = StoredObject(
-  {
-    name: Name,
-    id: Type.Optional(
-      Type.Union(
-        [
-          Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', 'x-rule': '1 to 64 letters, digits, _ or -' }),
-          Type.Literal(''),
-          Type.Null(),
-        ],
-        { 'x-rule': '1 to 64 letters, digits, _ or -' },
-      ),
-    ),
-    type: Type.Optional(
-      StorableText({ description: 'table, bar, line or text are drawn; others are stored.' }),
-    ),
-  },
-  {
-    description:
-      'A widget: `name` (REQUIRED) and `id` (generated when missing). ' +
-      'The report page draws `type` `table` (`columns`, `rows`), `bar` (`labels` with `values`, or ' +
-      '`series: [{name, values}]`), `line` (`x` with `series` or `values`; null leaves a gap) and `text` ' +
-      '(`text`); optional `description`, `format` (number, percent, currency, plain), `currency`, ' +
-      '`decimals` (0-8). Widgets of these types are checked; other types are stored as sent.',
-  },
-);
-const reportFields = {
-  name: Name,
-  description: Type.Optional(Type.Union([Description, Type.Null()])),
-  tags: Type.Optional(Tags),
-  date: Type.Optional(
-    Type.Union([DateYmd, Type.Null()], { description: 'YYYYMMDD; default the creation day.' }),
-  ),
-  data: Type.Optional(Type.Array(StoredJson(), { description: 'The report content. Default [].' })),
-  widgets: Type.Optional(Type.Array(Widget, { description: 'Default [].' })),
-  authorization: Type.Optional(
-    Type.String({
-      pattern: '^([Pp][Rr][Ii][Vv][Aa][Tt][Ee]|[Pp][Uu][Bb][Ll][Ii][Cc])$',
-      'x-rule': 'PRIVATE or PUBLIC',
-      description: 'PRIVATE (default) or PUBLIC, any letter case.',
-    }),
-  ),
-  link_uid: Type.Optional(
-    Type.Union([StorableText({ maxLength: 200 }), Type.Null()], {
-      'x-rule': 'a string of at most 200 characters',
-      description: 'Caller-chosen identifier linking related entities.',
-    }),
-  ),
-  workspace: workspaceField,
-};
-const ReportCreate = Type.Object(reportFields, { description: 'name is required.' });
-const ReportUpdate = Type.Partial(Type.Object(reportFields), { description: 'Every field optional.' });
 
 // 1 to 2592000 (30 days), digit by digit.
 const ExpiresAfterText = Type.String({

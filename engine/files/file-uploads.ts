@@ -13,16 +13,13 @@ import {
 } from '../store/entity-fields';
 import { DomainError, InvalidInput } from '../platform/errors';
 import { deleteBlob, moveBlob, newBlobId, writeBlob } from './file-blobs';
+import { FILE, FILE_MAX_BYTES, type FileBody, fileBody, newFileUid } from './file-store';
 import {
-  checkContentType,
+  contentTypeRule,
   CREATE_CONTENT_TYPES,
-  FILE,
-  FILE_MAX_BYTES,
-  type FileBody,
-  fileBody,
-  newFileUid,
+  type FileOperation,
   UPDATE_CONTENT_TYPES,
-} from './file-store';
+} from './file-schemas';
 
 /**
  * Multipart upload: a file of up to 300 MB sent as up to 300 parts, each its own request, in order.
@@ -152,6 +149,14 @@ function requirePartControl(fields: Fields): PartControl {
 
 function uploadWorkspace(fields: Fields, queryWorkspace: string | undefined): string {
   return checkWorkspaceName(optional(fields, 'workspace') ?? queryWorkspace);
+}
+
+/** A form's content_type, in the words of the JSON body's schema (file-schemas.ts). */
+function checkContentType(value: string, allowed: readonly string[], operation: FileOperation): string {
+  if (!allowed.includes(value)) {
+    throw new InvalidInput(`content_type must be ${contentTypeRule(operation, allowed)}.`);
+  }
+  return value;
 }
 
 /**
@@ -471,7 +476,8 @@ async function completeUpload(
     };
     return createEntity(trx, actor, FILE, {
       workspace: row.workspace,
-      name: metadata.name,
+      // Part 1 of a POST carries the name (readMetadata refuses a create without it).
+      name: metadata.name!,
       description: metadata.description ?? '',
       tags: metadata.tags,
       linkUid: metadata.link_uid,

@@ -2,8 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { resourceKind } from '../store/resource-kind';
 import { CurrencyCode, Nullable } from '../store/field-schemas';
 import {
-  checkSecurities,
   fillSecurityNames,
+  type PositionInput,
+  positionsOf,
   SECURITIES_MAX_WITH_NLV,
   type Security,
 } from './security-positions';
@@ -74,13 +75,15 @@ export const PORTFOLIO = resourceKind({
       viewDefault: [],
     },
   },
+  // The positions' fields are the request schema's (StoredSecurityInput); what it cannot state is
+  // positionsOf's: the limit that follows nlv, and ids that differ.
   async finish(body, { db, given }) {
     const nlv = (body.nlv as number | null | undefined) ?? null;
     if (given.has('securities')) {
-      body.securities = await fillSecurityNames(db, checkSecurities(body.securities, nlv));
+      body.securities = await fillSecurityNames(db, positionsOf(body.securities as PositionInput[], nlv));
     } else if (given.has('nlv')) {
       // Dropping nlv must not leave more positions than the lower limit allows.
-      checkSecurities((body.securities as Security[] | undefined) ?? [], nlv);
+      positionsOf((body.securities as Security[] | undefined) ?? [], nlv);
     }
   },
   http: {

@@ -24,35 +24,6 @@ export interface Security {
   extra_data: Record<string, unknown> | null;
 }
 
-const NUMBER_FIELDS = [
-  'cost_price',
-  'market_price',
-  'fx_rate',
-  'multiplier',
-  'unrealized_pl',
-  'unrealized_pl_in_base',
-] as const;
-
-function optionalNumber(value: unknown, where: string): number | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'number' || !Number.isFinite(value))
-    throw new InvalidInput(`${where} must be a number.`);
-  return value;
-}
-
-function optionalString(value: unknown, where: string): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new InvalidInput(`${where} must be a string.`);
-  return value;
-}
-
-function checkCurrency(value: unknown, where: string): string {
-  if (typeof value !== 'string' || !/^[A-Z]{3}$/.test(value)) {
-    throw new InvalidInput(`${where} must be a 3-letter ISO 4217 currency code.`);
-  }
-  return value;
-}
-
 /**
  * A position as a request schema accepted it (SecurityInput, StoredSecurityInput), or as a stored
  * portfolio holds it: `id`, `symbol` and `quantity`, every other field optional or null.
@@ -110,65 +81,6 @@ export function positionsOf(securities: readonly PositionInput[], nlv: number | 
   return securities.map((item, index) => {
     checkDistinctId(seen, item.id, index);
     return position(item);
-  });
-}
-
-/**
- * Validates a list of security positions field by field, then as positionsOf: `id`, `symbol`,
- * `quantity` required; defaults filled; unknown keys dropped; at most 250 positions, or 3000 when
- * `nlv` is supplied.
- */
-export function checkSecurities(value: unknown, nlv: number | null): Security[] {
-  if (!Array.isArray(value)) throw new InvalidInput('securities must be an array of security objects.');
-  checkCount(value.length, nlv);
-  const seen = new Set<string>();
-  return value.map((raw, index) => {
-    const where = `securities[${index}]`;
-    if (!raw || typeof raw !== 'object' || Array.isArray(raw))
-      throw new InvalidInput(`${where} must be an object.`);
-    const item = raw as Record<string, unknown>;
-    if (typeof item.id !== 'string' || item.id === '')
-      throw new InvalidInput(`${where}.id is required (a string).`);
-    checkDistinctId(seen, item.id, index);
-    if (typeof item.symbol !== 'string' || item.symbol === '') {
-      throw new InvalidInput(`${where}.symbol is required (a string).`);
-    }
-    if (typeof item.quantity !== 'number' || !Number.isFinite(item.quantity)) {
-      throw new InvalidInput(`${where}.quantity is required (a number).`);
-    }
-    const status = item.status ?? 'OK';
-    if (!(SECURITY_STATUSES as readonly unknown[]).includes(status)) {
-      throw new InvalidInput(`${where}.status must be one of ${SECURITY_STATUSES.join(', ')}.`);
-    }
-    const isin = optionalString(item.isin, `${where}.isin`);
-    if (isin !== null && !/^[A-Za-z0-9]{12}$/.test(isin)) {
-      throw new InvalidInput(`${where}.isin must be 12 letters or digits.`);
-    }
-    const currency = optionalString(item.currency, `${where}.currency`);
-    if (currency !== null) checkCurrency(currency, `${where}.currency`);
-    const extra = item.extra_data ?? null;
-    if (extra !== null && (typeof extra !== 'object' || Array.isArray(extra))) {
-      throw new InvalidInput(`${where}.extra_data must be an object.`);
-    }
-    const label = optionalString(item.label, `${where}.label`);
-    const exchange = optionalString(item.exchange, `${where}.exchange`);
-    const name = optionalString(item.name, `${where}.name`);
-    const numbers = Object.fromEntries(
-      NUMBER_FIELDS.map((field) => [field, optionalNumber(item[field], `${where}.${field}`)]),
-    );
-    return position({
-      id: item.id,
-      symbol: item.symbol,
-      quantity: item.quantity,
-      label,
-      currency,
-      isin,
-      status: status as Security['status'],
-      exchange,
-      name,
-      extra_data: extra as Record<string, unknown> | null,
-      ...numbers,
-    });
   });
 }
 

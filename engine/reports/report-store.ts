@@ -11,12 +11,13 @@ import {
   findEntity,
   updateEntity,
 } from '../store/entity-store';
-import { checkName, todayYYYYMMDD } from '../store/entity-fields';
+import { todayYYYYMMDD } from '../store/entity-fields';
 import { InvalidInput, NotFound } from '../platform/errors';
 import { randomAlphanumeric } from '../platform/ids';
 import { checkStorableFields } from '../store/storable-json';
-import { checkAuthorization } from '../kinds/report-template';
+import type { ReportAuthorization } from '../kinds/report-template';
 import { readWidget } from './report-rendering/widget-format';
+import type { ReportCreateBody, ReportUpdateBody, WidgetBody } from './report-schemas';
 
 export const SKIN_THEMES = ['Light', 'Dark'] as const;
 export type SkinTheme = (typeof SKIN_THEMES)[number];
@@ -32,8 +33,6 @@ export const EXPIRED_SHARE_RETENTION_SECONDS = 30 * 24 * 3600;
 /** Report uids are generated as 32 letters and digits; anything else names no report. */
 const REPORT_UID = /^[A-Za-z0-9]{1,64}$/;
 
-/** Widget ids become a URL path segment, so they keep to characters that need no escaping. */
-const WIDGET_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** Derived on every read from the report's uid; stored copies would go stale. */
 const DERIVED_WIDGET_FIELDS = ['absolute_url', 'relative_url'];
 
@@ -108,69 +107,62 @@ export function reportKind(publicUrl: string): EntityKind {
   };
 }
 
-export interface ReportInput {
-  name?: unknown;
-  description?: unknown;
-  tags?: unknown;
-  date?: unknown;
-  data?: unknown;
-  widgets?: unknown;
-  authorization?: unknown;
-  workspace?: unknown;
-  link_uid?: unknown;
-}
-
 /** The request fields this resource reads; other keys of a body are ignored, never checked. */
-function knownFields(input: ReportInput): ReportInput {
+function knownFields(input: ReportUpdateBody): ReportUpdateBody {
   const { name, description, tags, date, data, widgets, authorization, workspace, link_uid } = input;
   return { name, description, tags, date, data, widgets, authorization, workspace, link_uid };
 }
 
-function checkReportData(value: unknown): unknown[] {
-  if (!Array.isArray(value)) throw new InvalidInput('data must be an array.');
-  return value;
+/**
+ * What the schema's patterns cannot refuse before anything is stored: text with an unpaired
+ * surrogate (no UTF-8 spelling; a surrogate range is more than the Python `re` the patterns are
+ * written for reads) and JSON nested past JSON_DEPTH_MAX levels, anywhere in the fields this
+ * resource reads. PostgreSQL would refuse either with a 500; this answers a 400 naming the field.
+ */
+function checkStorable(input: ReportUpdateBody): void {
+  checkStorableFields(knownFields(input));
 }
 
 /**
- * Widgets need a `name`; an `id` is generated when missing, and ids are unique within the report
- * because they address the widget's page. Other keys are kept as the client sent them; a widget of
- * a type the report page draws (`table`, `bar`, `line`, `text`) must hold what that drawing needs.
+ * The widgets as stored: each `id` generated when missing, and ids unique within the report
+ * because they address the widget's page. Other keys are kept as the client sent them, less the
+ * addresses derived on every read; a widget of a type the report page draws (`table`, `bar`,
+ * `line`, `text`) must hold what that drawing needs. The schema (report-schemas.ts) has checked
+ * each widget's shape.
  */
-export function checkWidgets(value: unknown): StoredWidget[] {
-  if (!Array.isArray(value)) throw new InvalidInput('widgets must be an array of widget objects.');
+export function checkWidgets(widgets: WidgetBody[]): StoredWidget[] {
   const seen = new Set<string>();
-  return value.map((raw: unknown, index) => {
+  return widgets.map((given, index) => {
     const where = `widgets[${index}]`;
-    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-      throw new InvalidInput(`${where} must be an object.`);
-    }
-    const widget = { ...(raw as Record<string, unknown>) };
+    const widget: Record<string, unknown> = { ...given };
     for (const field of DERIVED_WIDGET_FIELDS) delete widget[field];
-    const given = widget.id;
-    let id: string;
-    if (given === undefined || given === null || given === '') id = randomAlphanumeric(25);
-    else if (typeof given === 'string' && WIDGET_ID.test(given)) id = given;
-    else throw new InvalidInput(`${where}.id must be 1 to 64 letters, digits, _ or -.`);
+    const id = given.id ? given.id : randomAlphanumeric(25);
     if (seen.has(id)) throw new InvalidInput(`${where}.id "${id}" is used by another widget.`);
     seen.add(id);
-    const checked = { ...widget, id, name: checkName(widget.name, `${where}.name`) };
+    const checked = { ...widget, id, name: given.name };
     readWidget(checked, where); // throws InvalidInput naming the field; stored as sent otherwise
     return checked;
   });
 }
 
-/** A report's date is the day it describes: the creation day (UTC) unless the client names one. */
-function reportDate(value: unknown): unknown {
-  return value === undefined || value === null ? todayYYYYMMDD() : value;
+/** PRIVATE or PUBLIC as stored: the schema takes either in any letter case. */
+function storedAuthorization(value: string): ReportAuthorization {
+  return value.toUpperCase() as ReportAuthorization;
 }
 
+/** A report's date is the day it describes: the creation day (UTC) unless the client names one. */
+function reportDate(value: string | null | undefined): string {
+  return value ?? todayYYYYMMDD();
+}
+
+/** A create body the route's schema (ReportCreate) has accepted, or validateReportBody. */
 export async function createReport(
   db: Database,
   actor: Actor,
   kind: EntityKind,
-  input: ReportInput,
+  input: ReportCreateBody,
 ): Promise<EntityRecord> {
-  checkStorableFields(knownFields(input));
+  checkStorable(input);
   return createEntity(db, actor, kind, {
     workspace: input.workspace,
     name: input.name,
@@ -181,31 +173,29 @@ export async function createReport(
     body: {
       // The uid addresses the report's page; unlike the id it can be handed out in a URL.
       uid: randomAlphanumeric(32),
-      data: input.data === undefined || input.data === null ? [] : checkReportData(input.data),
-      widgets: input.widgets === undefined || input.widgets === null ? [] : checkWidgets(input.widgets),
-      authorization:
-        input.authorization === undefined || input.authorization === null
-          ? 'PRIVATE'
-          : checkAuthorization(input.authorization),
+      data: input.data ?? [],
+      widgets: checkWidgets(input.widgets ?? []),
+      authorization: input.authorization === undefined ? 'PRIVATE' : storedAuthorization(input.authorization),
     },
   });
 }
 
-/** Every field optional; a field given as null keeps its current value, except description and link_uid. */
+/**
+ * An update body the route's schema (ReportUpdate) has accepted, or validateReportBody. Every
+ * field optional; description and link_uid given as null clear, tags and date as null keep.
+ */
 export async function updateReport(
   db: Database,
   actor: Actor,
   kind: EntityKind,
   id: string,
-  input: ReportInput,
+  input: ReportUpdateBody,
 ): Promise<EntityRecord> {
-  checkStorableFields(knownFields(input));
+  checkStorable(input);
   const changes: Record<string, unknown> = {};
-  if (input.data !== undefined && input.data !== null) changes.data = checkReportData(input.data);
-  if (input.widgets !== undefined && input.widgets !== null) changes.widgets = checkWidgets(input.widgets);
-  if (input.authorization !== undefined && input.authorization !== null) {
-    changes.authorization = checkAuthorization(input.authorization);
-  }
+  if (input.data !== undefined) changes.data = input.data;
+  if (input.widgets !== undefined) changes.widgets = checkWidgets(input.widgets);
+  if (input.authorization !== undefined) changes.authorization = storedAuthorization(input.authorization);
   return updateEntity(db, actor, kind, id, input.workspace, (current) => ({
     name: input.name,
     description: input.description,

@@ -1,6 +1,8 @@
 import { createFile, deleteFile, FILE, fileBase64, updateFile } from '../files/file-store';
+import { validateFileBody } from '../files/file-schemas';
 import { RESOURCE_KINDS } from '../kinds';
 import { createReport, deleteReport, reportKind, updateReport } from '../reports/report-store';
+import { validateReportBody } from '../reports/report-schemas';
 import type { Database } from '../platform/database';
 import { DomainError, InvalidInput, NotFound } from '../platform/errors';
 import { isPlainObject } from '../platform/plain-object';
@@ -13,7 +15,13 @@ import {
   viewEntity,
 } from '../store/entity-store';
 import { listEntities } from '../store/list-entities';
-import { createResource, deleteResource, type ResourceKind, updateResource } from '../store/resource-kind';
+import {
+  createResource,
+  deleteResource,
+  type ResourceKind,
+  updateResource,
+  validateRequest,
+} from '../store/resource-kind';
 import { CLASS_PATH, plainValue, SdkDateTime, wireDateTime } from './sdk-wire';
 
 /**
@@ -38,20 +46,43 @@ export interface SdkEntityClass {
 function declared(kind: ResourceKind): SdkEntityClass {
   return {
     kind,
-    create: (db, actor, input) => createResource(db, actor, kind, input),
-    update: (db, actor, id, input) => updateResource(db, actor, kind, id, input),
+    // The kind's request schemas are this path's edge, as the route's are the API's.
+    create: (db, actor, input) => {
+      validateRequest(kind, 'create', input);
+      return createResource(db, actor, kind, input);
+    },
+    update: (db, actor, id, input) => {
+      validateRequest(kind, 'update', input);
+      return updateResource(db, actor, kind, id, input);
+    },
     remove: (db, actor, id, workspace) => deleteResource(db, actor, kind, id, workspace),
     view: async (_db, record) => kind.view(record),
   };
 }
 
+/**
+ * The SDK's entity objects send every attribute they know, an unset one as null (`save`, `validate`
+ * send the whole object). For a field whose API schema has no null, null from the SDK means unset,
+ * as the store has always taken it: such fields are left out before the schema sees the body.
+ */
+function withoutUnset(fields: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out = { ...fields };
+  for (const key of keys) if (out[key] === null) delete out[key];
+  return out;
+}
+
 /** The SDK's File holds its content inline (`data`, Base64), up to what one answer may carry. */
 export const SDK_FILE_INLINE_MAX_BYTES = 10 * 1024 * 1024;
 
+const FILE_UNSET = ['workspace', 'with_data'] as const;
+
 const FILE_CLASS: SdkEntityClass = {
   kind: FILE,
-  create: (db, actor, input) => createFile(db, actor, input),
-  update: (db, actor, id, input) => updateFile(db, actor, id, input),
+  // The JSON body schemas of POST /files and PUT /files/{id}: this path's edge, as the API's.
+  create: (db, actor, input) =>
+    createFile(db, actor, validateFileBody('create', withoutUnset(input, FILE_UNSET))),
+  update: (db, actor, id, input) =>
+    updateFile(db, actor, id, validateFileBody('update', withoutUnset(input, FILE_UNSET))),
   remove: (db, actor, id, workspace) => deleteFile(db, actor, id, workspace),
   view: async (db, record) => {
     const view = FILE.view(record);
@@ -77,14 +108,18 @@ function lowerAuthorization(view: Record<string, unknown>): Record<string, unkno
 function reportClass(publicUrl: string): SdkEntityClass {
   const kind = reportKind(publicUrl);
   // The SDK writes authorization in lower case (public, private), the API in upper case.
-  const input = (fields: Record<string, unknown>) =>
-    typeof fields.authorization === 'string'
+  const input = (given: Record<string, unknown>) => {
+    const fields = withoutUnset(given, ['data', 'widgets', 'authorization', 'workspace']);
+    return typeof fields.authorization === 'string'
       ? { ...fields, authorization: fields.authorization.toUpperCase() }
       : fields;
+  };
   return {
     kind,
-    create: (db, actor, fields) => createReport(db, actor, kind, input(fields)),
-    update: (db, actor, id, fields) => updateReport(db, actor, kind, id, input(fields)),
+    // The routes' request schemas are this path's edge, as they are the API's.
+    create: (db, actor, fields) => createReport(db, actor, kind, validateReportBody('create', input(fields))),
+    update: (db, actor, id, fields) =>
+      updateReport(db, actor, kind, id, validateReportBody('update', input(fields))),
     remove: (db, actor, id, workspace) => deleteReport(db, actor, kind, id, workspace),
     view: async (_db, record) => lowerAuthorization(kind.view(record)),
     listed: lowerAuthorization,

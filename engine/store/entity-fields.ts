@@ -42,8 +42,15 @@ export function normaliseTags(tags: unknown, description?: string | null): strin
   return out;
 }
 
+/** Characters (code points), as the request schemas count them: an emoji is one. */
+function characters(text: string): number {
+  let count = 0;
+  for (const _ of text) count += 1;
+  return count;
+}
+
 export function checkName(name: unknown, field = 'name'): string {
-  if (typeof name !== 'string' || name.trim().length === 0 || name.length > NAME_MAX) {
+  if (typeof name !== 'string' || name.trim().length === 0 || characters(name) > NAME_MAX) {
     throw new InvalidInput(`${field} is required: a string of 1 to ${NAME_MAX} characters.`);
   }
   if (!isStorableText(name))
@@ -54,7 +61,7 @@ export function checkName(name: unknown, field = 'name'): string {
 export function checkDescription(description: unknown): string | null {
   if (description === undefined || description === null) return null;
   if (typeof description !== 'string') throw new InvalidInput('description must be a string.');
-  if (description.length > DESCRIPTION_MAX) {
+  if (characters(description) > DESCRIPTION_MAX) {
     throw new InvalidInput(`description must be at most ${DESCRIPTION_MAX} characters.`);
   }
   if (!isStorableText(description)) {

@@ -4,19 +4,10 @@ import { readOneAudited, recordAudit } from './audit-trail';
 import type { Actor } from '../platform/principal';
 import { type EntityKey, viewOneBatched } from './view-batch';
 import type { Database } from '../platform/database';
-import { Conflict, InvalidInput, NotFound } from '../platform/errors';
+import { Conflict, NotFound } from '../platform/errors';
 import { type IdKind, type IdPrefix, isId, newId } from '../platform/ids';
 import { epochSeconds } from './page-token';
-import {
-  checkDate,
-  checkDescription,
-  checkLinkUid,
-  checkName,
-  checkWorkspaceName,
-  hashtagsIn,
-  normaliseTag,
-  normaliseTags,
-} from './entity-fields';
+import { checkWorkspaceName, hashtagsIn, normaliseTag, normaliseTags } from './entity-fields';
 import { checkStorableFields } from './storable-json';
 
 /** One stored resource kind: how it is identified, scoped, shown and audited. */
@@ -114,25 +105,41 @@ export function commonView(record: EntityRecord): Record<string, unknown> {
   };
 }
 
+/**
+ * A record's common fields as a request's schema (the route's, or the same schema compiled for a
+ * caller without one) accepted them, or as an edge of its own checked them (a multipart upload's
+ * fields): typed, and not checked for shape again here. What no schema states is checked when
+ * stored: text PostgreSQL cannot hold (an unpaired surrogate), and the tags with the description's
+ * hashtags, at most 32.
+ */
 export interface EntityInput {
-  /** Symbol-keyed kinds only. */
+  /** Symbol-keyed kinds only: the symbol the request's schema accepted. */
   id?: string;
   workspace?: unknown;
-  name: unknown;
-  description?: unknown;
-  tags?: unknown;
-  linkUid?: unknown;
-  date?: unknown;
+  name: string;
+  description?: string | null;
+  /** An array, or one space- or comma-separated string (normalised when stored). */
+  tags?: string | readonly string[] | null;
+  /** Empty, like null, is none. */
+  linkUid?: string | null;
+  /** YYYYMMDD, or null: none. */
+  date?: string | null;
   body: Record<string, unknown>;
 }
 
+/** What an update changes; a field left undefined keeps its value (null clears description and link_uid). */
 export interface EntityChanges {
-  name?: unknown;
-  description?: unknown;
-  tags?: unknown;
-  linkUid?: unknown;
-  date?: unknown;
+  name?: string;
+  description?: string | null;
+  tags?: string | readonly string[] | null;
+  linkUid?: string | null;
+  date?: string | null;
   body?: Record<string, unknown>;
+}
+
+/** Text no schema can refuse (an unpaired surrogate, which PostgreSQL cannot store) is refused by name. */
+function checkStorableText(fields: Record<string, string | null | undefined>): void {
+  checkStorableFields(fields);
 }
 
 export function scopeWorkspace(kind: EntityKind, workspace: unknown): string | null {
@@ -186,16 +193,9 @@ export async function createEntity(
   input: EntityInput,
 ): Promise<EntityRecord> {
   const workspace = scopeWorkspace(kind, input.workspace);
-  let id: string;
-  if (kind.idPrefix) {
-    id = newId(kind.idPrefix);
-  } else {
-    if (typeof input.id !== 'string' || !kind.symbolPattern?.test(input.id)) {
-      throw new InvalidInput(`symbol must match ${kind.symbolPattern?.source ?? 'the symbol pattern'}.`);
-    }
-    id = input.id;
-  }
-  const description = checkDescription(input.description);
+  const id = kind.idPrefix ? newId(kind.idPrefix) : input.id!;
+  const description = input.description ?? null;
+  checkStorableText({ name: input.name, description, link_uid: input.linkUid });
   checkStorableFields(input.body);
   const now = new Date();
   return db.transaction(async (trx) => {
@@ -205,11 +205,11 @@ export async function createEntity(
         kind: kind.kind,
         id,
         workspace,
-        name: checkName(input.name),
+        name: input.name,
         description,
         tags: normaliseTags(input.tags, description),
-        link_uid: checkLinkUid(input.linkUid),
-        date: kind.hasDate ? checkDate(input.date) : null,
+        link_uid: input.linkUid || null,
+        date: kind.hasDate ? (input.date ?? null) : null,
         body: JSON.stringify(input.body),
         created_at: now,
         updated_at: now,
@@ -336,10 +336,10 @@ export async function updateEntity(
     if (!row) throw notFound(kind, id);
     const before = toRecord(row);
     const changes = await change(before);
-    const description =
-      changes.description !== undefined ? checkDescription(changes.description) : before.description;
+    checkStorableText({ name: changes.name, description: changes.description, link_uid: changes.linkUid });
+    const description = changes.description !== undefined ? changes.description : before.description;
     const update: Record<string, unknown> = { updated_at: new Date(), version: before.version + 1 };
-    if (changes.name !== undefined) update.name = checkName(changes.name);
+    if (changes.name !== undefined) update.name = changes.name;
     if (changes.description !== undefined) update.description = description;
     if (changes.tags !== undefined || changes.description !== undefined) {
       // Tags that came from the old description's hashtags go when the description changes.
@@ -348,8 +348,8 @@ export async function updateEntity(
         changes.tags !== undefined ? changes.tags : before.tags.filter((tag) => !oldHashtags.has(tag));
       update.tags = normaliseTags(kept, description);
     }
-    if (changes.linkUid !== undefined) update.link_uid = checkLinkUid(changes.linkUid);
-    if (changes.date !== undefined && kind.hasDate) update.date = checkDate(changes.date);
+    if (changes.linkUid !== undefined) update.link_uid = changes.linkUid || null;
+    if (changes.date !== undefined && kind.hasDate) update.date = changes.date;
     if (changes.body !== undefined) {
       checkStorableFields(changes.body);
       update.body = JSON.stringify(changes.body);

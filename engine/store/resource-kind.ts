@@ -287,18 +287,30 @@ const VALIDATORS = new WeakMap<ResourceKind, Record<'create' | 'update', (value:
 
 /**
  * Checks a request against the kind's compiled request schema, the one the API validates with, so
- * a caller without HTTP (a worker's SDK call) is refused with the API's own message.
+ * a caller without a route (a worker's SDK call, a template folder) is refused with the API's own
+ * message. The route's schema is that caller's edge; from then on the request is typed, and
+ * createResource and updateResource do not check its shape again.
  */
-export function validateRequest(kind: ResourceKind, operation: 'create' | 'update', input: unknown): void {
+export function validateRequest(
+  kind: ResourceKind,
+  operation: 'create' | 'update',
+  input: unknown,
+): asserts input is ResourceInput {
   VALIDATORS.get(kind)![operation](input);
 }
 
+/**
+ * A request as the kind's create or update schema accepted it: the common fields typed (a create's
+ * name is required by its schema; an update's may be left out or null), the kind's own fields by
+ * their declared schemas.
+ */
 export interface ResourceInput {
-  name?: unknown;
-  description?: unknown;
-  tags?: unknown;
-  date?: unknown;
-  workspace?: unknown;
+  name?: string | null;
+  description?: string | null;
+  tags?: string | readonly string[] | null;
+  date?: string | null;
+  workspace?: string;
+  symbol?: string;
   [field: string]: unknown;
 }
 
@@ -336,21 +348,26 @@ export function newBody(kind: ResourceKind, input: ResourceInput) {
   return { body, given };
 }
 
+/**
+ * Stores a new record of `kind` from a request its create schema has accepted: the route's, or
+ * validateRequest for a caller without one. Only what no schema states is checked here: text
+ * PostgreSQL cannot store (unpaired surrogates, nesting), and the kind's rules across fields
+ * (`finish`: a portfolio's position limit that follows nlv, its distinct position ids).
+ */
 export async function createResource(
   db: Database,
   actor: Actor,
   kind: ResourceKind,
   input: ResourceInput,
 ): Promise<EntityRecord> {
-  validateRequest(kind, 'create', input);
-  const symbol = kind.idField === 'symbol' ? (input.symbol as string) : undefined;
+  const symbol = kind.idField === 'symbol' ? input.symbol : undefined;
   checkStorableFields(knownFields(kind, input));
   const { body, given } = newBody(kind, input);
   await kind.finish?.(body, { db, given });
   return createEntity(db, actor, kind, {
     ...(symbol === undefined ? {} : { id: symbol }),
     workspace: input.workspace,
-    name: input.name,
+    name: input.name!,
     description: input.description,
     tags: input.tags,
     date: input.date,
@@ -360,7 +377,8 @@ export async function createResource(
 
 /**
  * Every field optional. A body field given as null keeps its current value (the spec's default),
- * unless the field is a nullable setting; `tags` null keeps too; `description` null clears it.
+ * unless the field is a nullable setting; `tags` null keeps too; `description` null clears it. The
+ * request is one the kind's update schema has accepted (the route's, or validateRequest).
  */
 export async function updateResource(
   db: Database,
@@ -370,7 +388,6 @@ export async function updateResource(
   input: ResourceInput,
 ): Promise<EntityRecord> {
   await kind.guard?.(db, actor, id, 'update');
-  validateRequest(kind, 'update', input);
   checkStorableFields(knownFields(kind, input));
   const changes: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(kind.fields)) {

@@ -4,7 +4,7 @@ import type { Actor } from '../platform/principal';
 import type { Database } from '../platform/database';
 import type { EntityRecord } from '../store/entity-store';
 import { InvalidInput } from '../platform/errors';
-import { createResource, updateResource } from '../store/resource-kind';
+import { createResource, updateResource, validateRequest } from '../store/resource-kind';
 import { WORKER_TEMPLATE, type WorkerTemplateInput } from '../kinds/worker-template';
 
 /**
@@ -175,8 +175,11 @@ export async function publishTemplateFolder(
       tags: [],
       ...input,
     };
+    // The folder is this path's edge: its metadata is checked with the API's request schemas.
+    validateRequest(WORKER_TEMPLATE, 'update', full);
     return { record: await updateResource(db, actor, WORKER_TEMPLATE, same.id, full), created: false };
   }
+  validateRequest(WORKER_TEMPLATE, 'create', input);
   return { record: await createResource(db, actor, WORKER_TEMPLATE, input), created: true };
 }
 

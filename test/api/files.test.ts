@@ -224,6 +224,104 @@ describe('files (JSON)', () => {
     expect(unknown.statusCode).toBe(404);
   });
 
+  // The body's schema states the shape; these rules stay in the engine, and answer 400 on both routes.
+  test.each([
+    [
+      'an unpaired surrogate in name',
+      { name: 'a\ud800' },
+      'name holds a NUL character or an unpaired surrogate.',
+    ],
+    [
+      'an unpaired surrogate in a tag',
+      { tags: ['a', '\udc00'] },
+      'tags[1] holds a NUL character or an unpaired surrogate.',
+    ],
+    [
+      'an unpaired surrogate in tags as text',
+      { tags: 'a \ud800' },
+      'tags holds a NUL character or an unpaired surrogate.',
+    ],
+    [
+      'an unpaired surrogate in link_uid',
+      { link_uid: '\ud800' },
+      'link_uid holds a NUL character or an unpaired surrogate.',
+    ],
+    [
+      'an unpaired surrogate in workspace',
+      { workspace: 'w\ud800' },
+      'workspace holds a NUL character or an unpaired surrogate.',
+    ],
+    [
+      'tags and the description’s hashtags past 32',
+      { tags: Array.from({ length: 30 }, (_, i) => `t${i}`), description: '#a #b #c' },
+      'At most 32 tags are allowed, got 33.',
+    ],
+    [
+      'data not in strict Base64',
+      { data: 'YR==' },
+      'data is not valid Base64 (standard alphabet, padded with =, no whitespace).',
+    ],
+  ])('%s → 400 on create and update, nothing stored', async (_label, change, message) => {
+    const kept = await create({ name: 'Kept' });
+    const count = async (table: string) => Number((await h.db(table).count({ n: '*' }).first())!.n);
+    const [entities, chunks] = [await count('entities'), await count('file_chunks')];
+    const body = { name: 'x', description: '', content_type: 'text/plain', data: 'eA==', ...change };
+    for (const [method, url] of [
+      ['POST', '/v2/files'],
+      ['PUT', `/v2/files/${kept.id}`],
+    ] as const) {
+      const res = await call(method, url, body);
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ code: 400, message });
+    }
+    expect([await count('entities'), await count('file_chunks')]).toEqual([entities, chunks]);
+    expect((await call('GET', `/v2/files/${kept.id}`)).json().file).toMatchObject({
+      name: 'Kept',
+      version: '1',
+    });
+  });
+
+  test('a name counts characters, as the schema says: 200 emoji are a name, 201 are not', async () => {
+    const emoji = '\u{1F600}';
+    const made = await create({ name: emoji.repeat(200), description: emoji.repeat(500) });
+    expect(made.name).toBe(emoji.repeat(200));
+    const renamed = await call('PUT', `/v2/files/${made.id}`, {
+      name: emoji.repeat(150),
+      description: '',
+      content_type: 'text/plain',
+      data: 'eA==',
+    });
+    expect(renamed.statusCode).toBe(200);
+    expect(renamed.json().file.name).toBe(emoji.repeat(150));
+    const long = await call('POST', '/v2/files', {
+      name: emoji.repeat(201),
+      description: '',
+      content_type: 'text/plain',
+      data: 'eA==',
+    });
+    expect(long.json()).toEqual({ code: 400, message: 'name must be at most 200 characters long.' });
+  });
+
+  test('a request without a JSON body (none, or text) → 400 naming name, as before', async () => {
+    const kept = await create({});
+    for (const method of ['POST', 'PUT'] as const) {
+      const url = method === 'POST' ? '/v2/files' : `/v2/files/${kept.id}`;
+      for (const extra of [{}, { payload: 'name=x', headers: { 'content-type': 'text/plain' } }]) {
+        const res = await h.app.inject({
+          method,
+          url,
+          ...extra,
+          headers: { ...('headers' in extra ? extra.headers : {}), authorization: h.account.bearer },
+        });
+        expect(res.statusCode).toBe(400);
+        expect(res.json()).toEqual({
+          code: 400,
+          message: 'name is required: a string of 1 to 200 characters.',
+        });
+      }
+    }
+  });
+
   test('GET /file/<uid>: the raw bytes with the content type; credentials of the same account only', async () => {
     const content = randomBytes(2 * MiB + 77);
     const created = await create({

@@ -5,6 +5,8 @@ import {
   pruneExpiredShares,
   resolveShareToken,
 } from '../../engine/reports/report-store';
+import { validateReportBody } from '../../engine/reports/report-schemas';
+import { InvalidInput } from '../../engine/platform/errors';
 import { createTestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 
@@ -165,6 +167,39 @@ describe('reports', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ code: 400, message });
     expect(await entityCount()).toBe(before);
+  });
+
+  test.each([
+    [{}, 'name is required.'],
+    [{ name: 'x', data: { not: 'an array' } }, 'data must be an array.'],
+    [{ name: 'x', widgets: ['w'] }, 'widgets[0] must be an object.'],
+    [
+      { name: 'x', widgets: [{ id: 7, name: 'w' }] },
+      'widgets[0].id must be 1 to 64 letters, digits, _ or -.',
+    ],
+    [{ name: 'x', widgets: [{ name: 'w', type: 7 }] }, 'widgets[0].type must be a string.'],
+    [{ name: 'x', authorization: 'SECRET' }, 'authorization must be PRIVATE or PUBLIC.'],
+    [{ name: 'x', link_uid: 42 }, 'link_uid must be a string of at most 200 characters.'],
+    [
+      { name: 'x', data: [{ 'k\u0000': 1 }] },
+      'data[0] has a key with a NUL character or an unpaired surrogate.',
+    ],
+  ])('validateReportBody refuses %j with the route’s message', async (body, message) => {
+    const res = await call('POST', '/v2/reports', body);
+    expect(res.json()).toEqual({ code: 400, message });
+    expect(() => validateReportBody('create', body)).toThrow(new InvalidInput(message));
+    const { name: _name, ...fields } = body as Record<string, unknown>;
+    if (Object.keys(fields).length > 0) {
+      expect(() => validateReportBody('update', fields)).toThrow(new InvalidInput(message));
+    }
+  });
+
+  test('validateReportBody passes what the route accepts, unchanged', () => {
+    const body = { name: 'x', authorization: 'public', widgets: [{ name: 'w', extra: 1 }], other: 2 };
+    const copy = structuredClone(body);
+    expect(validateReportBody('create', body)).toBe(body);
+    expect(body).toEqual(copy);
+    expect(validateReportBody('update', {})).toEqual({});
   });
 
   test('widgets in the page format are stored as sent; a bad one is refused on update too', async () => {

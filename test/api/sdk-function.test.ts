@@ -1,4 +1,5 @@
 import { gzipSync } from 'node:zlib';
+import { CREATE_CONTENT_TYPES, UPDATE_CONTENT_TYPES } from '../../engine/files/file-schemas';
 import { callSdkFunction } from '../../engine/sdk/sdk-function';
 import { temporalWorkflowRunner } from '../../engine/workflows/temporal-workflow-runner';
 import { createTestAccount, type TestAccount } from '../support/test-app';
@@ -298,6 +299,73 @@ describe('sdk_function', () => {
     expect((await sdk(call('File', 'remove', { entity_id: made.id }))).json()).toMatchObject({ id: made.id });
   });
 
+  test('File: refused with the words of POST and PUT /v2/files, by their schema or the engine; nothing stored', async () => {
+    const fields = { name: 'a.csv', description: '', content_type: 'text/csv', data: 'eA==' };
+    const kept = (await sdk(call('File', 'create', { entity_dict: fields }))).json();
+    const sdkRefusal = async (body: object) => {
+      const res = await sdk(body);
+      expect(res.statusCode).toBe(400);
+      return (res.json() as { error_message: string }).error_message;
+    };
+    const apiRefusal = async (method: 'POST' | 'PUT', url: string, body: object) => {
+      const res = await h.call(method, url, body);
+      expect(res.statusCode).toBe(400);
+      return (res.json() as { message: string }).message;
+    };
+    const chunkCount = async () => Number((await h.db('file_chunks').count({ n: '*' }).first())!.n);
+    const [entities, chunks] = [await entityCount(), await chunkCount()];
+    const notAllowed = (operation: 'create' | 'update') =>
+      `content_type must be one of the types allowed on ${operation}: ` +
+      `${(operation === 'create' ? CREATE_CONTENT_TYPES : UPDATE_CONTENT_TYPES).join(', ')}.`;
+    const lone = 'a\ud800';
+    const cases: Array<[Record<string, unknown>, string | ((operation: 'create' | 'update') => string)]> = [
+      // The schema's rules: the SDK once answered these in the store's own words.
+      [{ date: '20230230' }, 'date must be a date in the format YYYYMMDD.'],
+      [{ description: undefined }, 'description is required.'],
+      [{ description: null }, 'description must be a string.'],
+      [{ content_type: 'text/html' }, notAllowed],
+      [{ content_type: undefined }, 'content_type is required.'],
+      [{ data: 12 }, 'data must be a string.'],
+      [{ name: 'n'.repeat(201) }, 'name must be at most 200 characters long.'],
+      [{ tags: [1] }, 'tags[0] must be a string.'],
+      [{ link_uid: 'a\u0000' }, 'link_uid must be a string of at most 200 characters.'],
+      // The engine's: strict Base64, text PostgreSQL cannot store, the tags with the description's
+      // hashtags.
+      [{ data: 'YR==' }, 'data is not valid Base64 (standard alphabet, padded with =, no whitespace).'],
+      [{ name: lone }, 'name holds a NUL character or an unpaired surrogate.'],
+      [{ tags: ['ok', lone] }, 'tags[1] holds a NUL character or an unpaired surrogate.'],
+      [{ link_uid: lone }, 'link_uid holds a NUL character or an unpaired surrogate.'],
+      [
+        { tags: Array.from({ length: 30 }, (_, i) => `t${i}`), description: '#a #b #c' },
+        'At most 32 tags are allowed, got 33.',
+      ],
+    ];
+    for (const [change, expected] of cases) {
+      const body = { ...fields, ...change };
+      const message = (op: 'create' | 'update') => (typeof expected === 'string' ? expected : expected(op));
+      expect(await apiRefusal('POST', '/v2/files', body)).toBe(message('create'));
+      expect(await sdkRefusal(call('File', 'create', { entity_dict: body }))).toBe(message('create'));
+      expect(await sdkRefusal(call('File', 'validate_transient', { entity_dict: body }))).toBe(
+        message('create'),
+      );
+      expect(await apiRefusal('PUT', `/v2/files/${kept.id}`, body)).toBe(message('update'));
+      expect(await sdkRefusal(call('File', 'modify', { entity_id: kept.id, overwrites: body }))).toBe(
+        message('update'),
+      );
+    }
+    // A type of the create list only: the update schema's rule on both paths.
+    const zip = { ...fields, content_type: 'application/x-zip-compressed' };
+    expect(await apiRefusal('PUT', `/v2/files/${kept.id}`, zip)).toBe(notAllowed('update'));
+    expect(await sdkRefusal(call('File', 'modify', { entity_id: kept.id, overwrites: zip }))).toBe(
+      notAllowed('update'),
+    );
+    expect([await entityCount(), await chunkCount()]).toEqual([entities, chunks]);
+    expect((await sdk(call('File', 'retrieve', { entity_id: kept.id }))).json()).toMatchObject({
+      version: '1',
+      data: fields.data,
+    });
+  });
+
   test('Query where(name): the SDK’s prefix range on the search form (case and accents folded)', async () => {
     await sdk(
       call('Portfolio', 'create', { entity_dict: { name: 'Café Growth', workspace: 'nm', securities } }),
@@ -339,6 +407,116 @@ describe('sdk_function', () => {
     ).toBe(404);
     expect((await sdk(call('Report', 'retrieve', { entity_id: made.id }))).json()).toMatchObject({
       name: 'R',
+    });
+  });
+
+  test('Report and File saved from an SDK object: its unset (null) attributes take the defaults', async () => {
+    // everysk-lib sends the whole object on save: every attribute it knows, unset ones as None.
+    const report = await sdk(
+      call(
+        'Report',
+        'save',
+        {},
+        {
+          name: 'Saved',
+          workspace: null,
+          data: null,
+          widgets: null,
+          authorization: null,
+          url: null,
+          config_cascaded: null,
+          layout_content: null,
+          __class_path__: 'everysk.sdk.entities.report.base.Report',
+        },
+      ),
+    );
+    expect(report.statusCode).toBe(200);
+    expect(report.json()).toMatchObject({ name: 'Saved', workspace: 'main', authorization: 'private' });
+    const file = await sdk(
+      call(
+        'File',
+        'save',
+        {},
+        {
+          name: 'saved.txt',
+          description: '',
+          content_type: 'text/plain',
+          data: 'eA==',
+          workspace: null,
+          with_data: null,
+          url: null,
+          __class_path__: 'everysk.sdk.entities.file.base.File',
+        },
+      ),
+    );
+    expect(file.statusCode).toBe(200);
+    expect(file.json()).toMatchObject({ name: 'saved.txt', workspace: 'main', data: 'eA==' });
+    // Where the API's schema takes null, null still means what it means there.
+    const modified = await sdk(
+      call('Report', 'modify', {
+        entity_id: report.json().id,
+        overwrites: { description: null, widgets: null },
+      }),
+    );
+    expect(modified.statusCode).toBe(200);
+    expect(modified.json()).toMatchObject({ name: 'Saved', description: null });
+  });
+
+  test('Report: refused with the words of POST and PUT /v2/reports, by its schema or the engine; nothing stored', async () => {
+    const sdkRefusal = async (body: object) => {
+      const res = await sdk(body);
+      expect(res.statusCode).toBe(400);
+      return (res.json() as { error_message: string }).error_message;
+    };
+    const apiRefusal = async (method: 'POST' | 'PUT', url: string, body: object) => {
+      const res = await h.call(method, url, body);
+      expect(res.statusCode).toBe(400);
+      return (res.json() as { message: string }).message;
+    };
+    const kept = (await sdk(call('Report', 'create', { entity_dict: { name: 'Kept' } }))).json();
+    const before = await entityCount();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      // The schema's rules (the SDK once answered these in the store's own words, or stored them).
+      [{}, 'name is required.'],
+      [{ name: 'R', authorization: 'secret' }, 'authorization must be PRIVATE or PUBLIC.'],
+      [{ name: 'R', widgets: 'w' }, 'widgets must be an array.'],
+      [
+        { name: 'R', widgets: [{ id: 7, name: 'w' }] },
+        'widgets[0].id must be 1 to 64 letters, digits, _ or -.',
+      ],
+      // The engine's: distinct widget ids, what a drawn widget needs.
+      [
+        {
+          name: 'R',
+          widgets: [
+            { id: 'w1', name: 'a' },
+            { id: 'w1', name: 'b' },
+          ],
+        },
+        'widgets[1].id "w1" is used by another widget.',
+      ],
+      [
+        { name: 'R', widgets: [{ name: 'w', type: 'table', columns: ['a'], rows: [[{ nested: 1 }]] }] },
+        'widgets[0].rows[0][0] must be a string, number, boolean or null.',
+      ],
+    ];
+    for (const [body, message] of cases) {
+      // The SDK writes authorization in lower case; the API takes any letter case.
+      expect(await apiRefusal('POST', '/v2/reports', body)).toBe(message);
+      expect(await sdkRefusal(call('Report', 'create', { entity_dict: body }))).toBe(message);
+      expect(await sdkRefusal(call('Report', 'validate', {}, { ...body, __class_path__: 'r.Report' }))).toBe(
+        message,
+      );
+      const { name: _name, ...fields } = body;
+      if (Object.keys(fields).length === 0) continue;
+      expect(await apiRefusal('PUT', `/v2/reports/${kept.id}`, fields)).toBe(message);
+      expect(await sdkRefusal(call('Report', 'modify', { entity_id: kept.id, overwrites: fields }))).toBe(
+        message,
+      );
+    }
+    expect(await entityCount()).toBe(before);
+    expect((await sdk(call('Report', 'retrieve', { entity_id: kept.id }))).json()).toMatchObject({
+      version: '1',
     });
   });
 

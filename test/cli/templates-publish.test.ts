@@ -120,4 +120,34 @@ describe('pas templates publish', () => {
       await rm(broken, { recursive: true, force: true });
     }
   }, 120_000);
+
+  test('metadata the API would refuse is refused with the API’s words, new or republished', async () => {
+    const folder = await mkdtemp(path.join(tmpdir(), 'pas-template-bad-'));
+    try {
+      const accounts = (await db('accounts').where({ is_system: false }).select('id')) as Array<{
+        id: string;
+      }>;
+      const account = accounts[0]!.id;
+      await writeFile(path.join(folder, 'script.ts'), SCRIPT);
+      const publish = async (meta: Record<string, unknown>) => {
+        await writeFile(path.join(folder, 'template.json'), JSON.stringify(meta));
+        return pas(database.url, 'templates', 'publish', folder, '--account', account);
+      };
+      const before = await templates(account);
+      // A new name: the create schema's rule.
+      const created = await publish({ ...META, name: 'Fresh', timeout_seconds: 'soon' });
+      expect(created.status).toBe(1);
+      expect(created.stderr.trim()).toBe(
+        "timeout_seconds must be a whole number from 1 to 600, or null for the service's default.",
+      );
+      // The published name again: the update schema's rule, before anything is written.
+      const republished = await publish({ ...META, memory_limit_mb: 'lots' });
+      expect(republished.status).toBe(1);
+      expect(republished.stderr.trim()).toMatch(/^memory_limit_mb must be a whole number from \d+ to \d+/);
+      const after = await templates(account);
+      expect(after.map((row) => [row.id, row.version])).toEqual(before.map((row) => [row.id, row.version]));
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -212,6 +212,73 @@ describe('SDK bridge: files, calculations and the journal', () => {
         `File ${id} holds ${READ_FILE_MAX_BYTES + 1} bytes; readFile returns at most ${READ_FILE_MAX_BYTES} bytes into a script.`,
       );
     }, 60_000);
+
+    test('createFile and updateFile are refused with the words of POST and PUT /v2/files; nothing stored', async () => {
+      const fields = { name: 'f.txt', description: '', content_type: 'text/plain', data: 'eA==' };
+      const id = await apiFile('kept.txt', 'kept', 'main');
+      const lone = 'a\ud800';
+      const bodies: Array<Record<string, unknown>> = [
+        // The schema's rules: the bridge once answered these in the store's own words.
+        { date: '20230230' },
+        { description: undefined },
+        { content_type: 'text/html' },
+        { name: 'n'.repeat(201) },
+        { tags: 'a', link_uid: 7 },
+        { with_data: 'maybe' },
+        // The engine's: strict Base64, text PostgreSQL cannot store, the tags with the description's
+        // hashtags.
+        { data: 'not base64!' },
+        { name: lone },
+        { tags: [lone] },
+        { tags: Array.from({ length: 30 }, (_, i) => `t${i}`), description: '#a #b #c' },
+      ].map((change) => ({ ...fields, ...change }));
+      const chunkCount = async () => Number((await h.db('file_chunks').count({ n: '*' }).first())!.n);
+      const fileCount = async () =>
+        Number((await h.db('entities').where({ kind: 'file' }).count({ n: '*' }).first())!.n);
+      const [files, chunks] = [await fileCount(), await chunkCount()];
+      const result = await run(
+        `async function attempt(call) {
+          try { await call(); return 'accepted'; } catch (error) { return error.message; }
+        }
+        async function main(args) {
+          const out = [];
+          for (const body of args.bodies) {
+            out.push([await attempt(() => sdk.createFile(body)), await attempt(() => sdk.updateFile(args.id, body))]);
+          }
+          return { out };
+        }`,
+        scope(),
+        undefined,
+        { id, bodies },
+      );
+      const api = async (method: 'POST' | 'PUT', url: string, body: object) => {
+        const res = await call(method, url, body);
+        expect(res.statusCode).toBe(400);
+        return (res.json() as { message: string }).message;
+      };
+      const seen = result.out as Array<[string, string]>;
+      for (const [i, body] of bodies.entries()) {
+        expect(seen[i]).toEqual([
+          await api('POST', '/v2/files', body),
+          await api('PUT', `/v2/files/${id}`, body),
+        ]);
+      }
+      // Word for word, a few of them.
+      expect(seen[0]).toEqual([
+        'date must be a date in the format YYYYMMDD.',
+        'date must be a date in the format YYYYMMDD.',
+      ]);
+      expect(seen[1]![0]).toBe('description is required.');
+      expect(seen[2]![1]).toMatch(
+        /^content_type must be one of the types allowed on update: image\/svg\+xml, /,
+      );
+      expect(seen[6]![0]).toBe('data is not valid Base64 (standard alphabet, padded with =, no whitespace).');
+      expect(seen[8]![1]).toBe('tags[0] holds a NUL character or an unpaired surrogate.');
+      expect(seen[9]![0]).toBe('At most 32 tags are allowed, got 33.');
+      expect([await fileCount(), await chunkCount()]).toEqual([files, chunks]);
+      const kept = await call('GET', `/v2/files/${id}`);
+      expect(kept.json().file).toMatchObject({ name: 'kept.txt', version: '1' });
+    });
   });
 
   describe('declared kinds: one request schema for the API and the SDK', () => {
@@ -244,6 +311,36 @@ describe('SDK bridge: files, calculations and the journal', () => {
         path: '/v2/portfolios',
         fn: 'createPortfolio',
         body: { name: 'P', securities: [{ id: 'a', symbol: 'AAPL', quantity: 1, isin: 'short' }] },
+      },
+      {
+        path: '/v2/portfolios',
+        fn: 'createPortfolio',
+        body: { name: 'P', securities: [{ id: 'a', symbol: 'AAPL' }] },
+      },
+      {
+        path: '/v2/portfolios',
+        fn: 'createPortfolio',
+        body: { name: 'P', securities: [{ id: 'a', symbol: 'AAPL', quantity: 1, status: 'BAD' }] },
+      },
+      // Rules across fields, which no schema states, stay in the engine and answer alike.
+      {
+        path: '/v2/portfolios',
+        fn: 'createPortfolio',
+        body: {
+          name: 'P',
+          securities: [
+            { id: 'a', symbol: 'AAPL', quantity: 1 },
+            { id: 'a', symbol: 'MSFT', quantity: 2 },
+          ],
+        },
+      },
+      {
+        path: '/v2/portfolios',
+        fn: 'createPortfolio',
+        body: {
+          name: 'P',
+          securities: Array.from({ length: 251 }, (_, i) => ({ id: `p${i}`, symbol: 'AAPL', quantity: 1 })),
+        },
       },
       {
         path: '/v2/custom_indexes',
@@ -294,6 +391,107 @@ describe('SDK bridge: files, calculations and the journal', () => {
       // Nothing changed.
       const after = await call('GET', `/v2/portfolios/${id}`);
       expect((after.json() as { portfolio: { nlv: unknown } }).portfolio.nlv).toBeNull();
+    });
+  });
+
+  describe('reports: one request schema for the API and the SDK', () => {
+    /** The message a script's call meets, caught inside the script. */
+    async function refusal(fn: string, args: unknown[]): Promise<string> {
+      const result = await run(
+        `async function main(args) {
+           try { await sdk[args.fn](...args.args); return { accepted: true }; }
+           catch (error) { return { message: error.message }; }
+         }`,
+        scope(),
+        undefined,
+        { fn, args },
+      );
+      expect(result.accepted).toBeUndefined();
+      return result.message as string;
+    }
+    async function apiRefusal(method: 'POST' | 'PUT', url: string, body: object): Promise<string> {
+      const res = await call(method, url, body);
+      expect(res.statusCode).toBe(400);
+      return (res.json() as { message: string }).message;
+    }
+    const reportCount = async () =>
+      Number((await h.db('entities').where({ kind: 'report' }).count({ n: '*' }).first())!.n);
+
+    // Rules the schema states: the bridge once answered some in the store's own words, or not at all.
+    test.each([
+      [{}, 'name is required.'],
+      [
+        { name: '   ' },
+        'name must be a name of 1 to 200 characters, not only spaces, without NUL characters.',
+      ],
+      [{ name: 'R', authorization: 'SECRET' }, 'authorization must be PRIVATE or PUBLIC.'],
+      [{ name: 'R', authorization: null }, 'authorization must be PRIVATE or PUBLIC.'],
+      [{ name: 'R', widgets: { name: 'w' } }, 'widgets must be an array.'],
+      [
+        { name: 'R', widgets: [{ id: 'a/b', name: 'w' }] },
+        'widgets[0].id must be 1 to 64 letters, digits, _ or -.',
+      ],
+      [{ name: 'R', widgets: [{ id: 'w' }] }, 'widgets[0].name is required.'],
+      [{ name: 'R', widgets: [{ name: 'w', type: 7 }] }, 'widgets[0].type must be a string.'],
+    ])('createReport refuses %j as POST /v2/reports does, in its words', async (body, message) => {
+      const before = await reportCount();
+      expect(await apiRefusal('POST', '/v2/reports', body)).toBe(message);
+      expect(await refusal('createReport', [body])).toBe(message);
+      expect(await reportCount()).toBe(before);
+    });
+
+    // Rules no schema states stay in the engine: distinct widget ids, what a drawn widget needs,
+    // text PostgreSQL cannot store. Refused on create and update, on both paths.
+    test.each([
+      [
+        {
+          widgets: [
+            { id: 'w1', name: 'a' },
+            { id: 'w1', name: 'b' },
+          ],
+        },
+        'widgets[1].id "w1" is used by another widget.',
+      ],
+      [
+        { widgets: [{ name: 'w', type: 'text' }] },
+        'widgets[0].text must be a string of at most 20000 characters.',
+      ],
+      [
+        { widgets: [{ name: 'w', type: 'bar', labels: ['A', 'B'], values: [1] }] },
+        'widgets[0].values has 1 values but labels has 2.',
+      ],
+      [{ data: ['\ud800'] }, 'data[0] holds a NUL character or an unpaired surrogate.'],
+    ])('the engine refuses %j on create and update, over HTTP and from a script', async (fields, message) => {
+      const made = await call('POST', '/v2/reports', { name: 'Kept', widgets: [{ id: 'k', name: 'K' }] });
+      const report = (made.json() as { report: { id: string; version: string } }).report;
+      const before = await reportCount();
+      const body = { name: 'R', ...fields };
+      expect(await apiRefusal('POST', '/v2/reports', body)).toBe(message);
+      expect(await refusal('createReport', [body])).toBe(message);
+      expect(await apiRefusal('PUT', `/v2/reports/${report.id}`, fields)).toBe(message);
+      expect(await refusal('updateReport', [report.id, fields])).toBe(message);
+      expect(await reportCount()).toBe(before);
+      const after = await call('GET', `/v2/reports/${report.id}`);
+      expect((after.json() as { report: { version: string } }).report.version).toBe(report.version);
+    });
+
+    test('an update is checked by the update schema, with the API’s words; a good one is stored', async () => {
+      const made = await call('POST', '/v2/reports', { name: 'Target' });
+      const id = (made.json() as { report: { id: string } }).report.id;
+      for (const body of [{ name: '' }, { widgets: 'x' }, { authorization: 'secret!' }, { data: null }]) {
+        const api = await apiRefusal('PUT', `/v2/reports/${id}`, body);
+        expect(await refusal('updateReport', [id, body])).toBe(api);
+      }
+      const result = await run(
+        `async function main(args) {
+           return await sdk.updateReport(args.id, { authorization: 'public', widgets: [{ name: 'W' }] });
+         }`,
+        scope(),
+        undefined,
+        { id },
+      );
+      expect(result).toMatchObject({ id, authorization: 'PUBLIC', version: '2' });
+      expect((result.widgets as Array<{ id: string }>)[0]!.id).toMatch(/^[A-Za-z0-9]{25}$/);
     });
   });
 

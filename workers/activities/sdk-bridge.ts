@@ -18,12 +18,15 @@ import {
   deleteResource,
   type ResourceKind,
   updateResource,
+  validateRequest,
 } from '../../engine/store/resource-kind';
 import { type EntityKind, type EntityRecord, viewEntity } from '../../engine/store/entity-store';
 import { listEntities } from '../../engine/store/list-entities';
 import { DomainError, InvalidInput, PayloadTooLarge } from '../../engine/platform/errors';
 import { createFile, deleteFile, FILE, fileBody, fileBytes, updateFile } from '../../engine/files/file-store';
+import { type FileBodyOf, type FileOperation, validateFileBody } from '../../engine/files/file-schemas';
 import { createReport, deleteReport, reportKind, updateReport } from '../../engine/reports/report-store';
+import { validateReportBody } from '../../engine/reports/report-schemas';
 import type { HostFunction } from '../../plugins/sandbox/script-sandbox';
 import type { CallMode, SdkJournal } from './sdk-journal';
 import { isPlainObject } from '../../engine/platform/plain-object';
@@ -118,9 +121,15 @@ const inWorkspace = (scope: BridgeScope, fields: Record<string, unknown>) => ({
 /**
  * A file's content as the script passes it: `data` (the API's field) or its alias `content`, both
  * strict Base64, or `text`, a string stored as UTF-8 (isolates have neither Buffer nor btoa).
- * Exactly one of them; the engine then sees only `data`.
+ * Exactly one of them; the engine then sees only `data`. The body, in the run's workspace, is then
+ * validated with the schema of POST /files (PUT /files/{id}) and the API's validator: refused with the
+ * API's own message, and typed from then on, as the route's body is.
  */
-function fileFields(scope: BridgeScope, fields: Record<string, unknown>): Record<string, unknown> {
+function fileFields<K extends FileOperation>(
+  scope: BridgeScope,
+  operation: K,
+  fields: Record<string, unknown>,
+): FileBodyOf<K> {
   const given = (['data', 'content', 'text'] as const).filter(
     (key) => fields[key] !== undefined && fields[key] !== null,
   );
@@ -135,7 +144,7 @@ function fileFields(scope: BridgeScope, fields: Record<string, unknown>): Record
     if (typeof text !== 'string') throw new InvalidInput('text must be a string.');
     data = Buffer.from(text, 'utf8').toString('base64');
   }
-  return inWorkspace(scope, { ...rest, data });
+  return validateFileBody(operation, inWorkspace(scope, { ...rest, data }));
 }
 
 /** The most bytes readFile hands into the isolate (its JSON, Base64 included, must fit the sandbox). */
@@ -190,8 +199,8 @@ function calculationBody<K extends CalculationName>(
 
 /**
  * A kind declared once (engine/kinds/, listed in SDK_KINDS) needs no code of its own here: its
- * function names come from its declaration, and createResource/updateResource validate the fields
- * with the kind's request schema, the one the API validates with.
+ * function names come from its declaration, and the fields are validated with the kind's request
+ * schema (validateRequest), the one the API validates with, before createResource/updateResource.
  */
 function declared(kind: ResourceKind): Resource {
   const scoped = (s: BridgeScope, fields: Record<string, unknown>) =>
@@ -200,8 +209,16 @@ function declared(kind: ResourceKind): Resource {
     singular: kind.names.sdkSingular,
     plural: kind.names.sdkPlural,
     kind: () => kind,
-    create: (s, fields) => createResource(s.db, s.actor, kind, scoped(s, fields)),
-    update: (s, id, fields) => updateResource(s.db, s.actor, kind, id, scoped(s, fields)),
+    create: (s, fields) => {
+      const input = scoped(s, fields);
+      validateRequest(kind, 'create', input);
+      return createResource(s.db, s.actor, kind, input);
+    },
+    update: (s, id, fields) => {
+      const input = scoped(s, fields);
+      validateRequest(kind, 'update', input);
+      return updateResource(s.db, s.actor, kind, id, input);
+    },
     remove: (s, id) => deleteResource(s.db, s.actor, kind, id, s.workspace),
   };
 }
@@ -212,17 +229,30 @@ const RESOURCES: Resource[] = [
     singular: 'Report',
     plural: 'Reports',
     kind: (s) => reportKind(s.publicUrl),
-    create: (s, fields) => createReport(s.db, s.actor, reportKind(s.publicUrl), inWorkspace(s, fields)),
+    // The routes' request schemas, with the API's validator: refused in the API's words, typed from then on.
+    create: (s, fields) =>
+      createReport(
+        s.db,
+        s.actor,
+        reportKind(s.publicUrl),
+        validateReportBody('create', inWorkspace(s, fields)),
+      ),
     update: (s, id, fields) =>
-      updateReport(s.db, s.actor, reportKind(s.publicUrl), id, inWorkspace(s, fields)),
+      updateReport(
+        s.db,
+        s.actor,
+        reportKind(s.publicUrl),
+        id,
+        validateReportBody('update', inWorkspace(s, fields)),
+      ),
     remove: (s, id) => deleteReport(s.db, s.actor, reportKind(s.publicUrl), id, s.workspace),
   },
   {
     singular: 'File',
     plural: 'Files',
     kind: () => FILE,
-    create: (s, fields) => createFile(s.db, s.actor, fileFields(s, fields)),
-    update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, fields)),
+    create: (s, fields) => createFile(s.db, s.actor, fileFields(s, 'create', fields)),
+    update: (s, id, fields) => updateFile(s.db, s.actor, id, fileFields(s, 'update', fields)),
     remove: (s, id) => deleteFile(s.db, s.actor, id, s.workspace),
   },
 ];
