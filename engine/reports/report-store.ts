@@ -232,10 +232,14 @@ export async function deleteReport(
 // Share links: a random token shown once; only its SHA-256 is stored, so a database leak does not
 // hand out live links.
 
+/**
+ * A share request as the route's schemas accepted it (ShareBody, ShareQuery): seconds from 1 to 30
+ * days as a number or its digits, a theme in any letter case; empty or left out, the defaults.
+ */
 export interface ShareInput {
-  expires_after?: unknown;
-  skin_theme?: unknown;
-  workspace?: unknown;
+  expires_after?: number | string | null;
+  skin_theme?: string | null;
+  workspace?: string;
 }
 
 export interface ReportShare {
@@ -251,28 +255,14 @@ function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-export function checkExpiresAfter(value: unknown): number {
-  if (value === undefined || value === null || value === '') return SHARE_SECONDS_DEFAULT;
-  const seconds =
-    typeof value === 'number'
-      ? value
-      : typeof value === 'string' && /^\d+$/.test(value)
-        ? Number(value)
-        : NaN;
-  if (!Number.isInteger(seconds) || seconds < 1 || seconds > SHARE_SECONDS_MAX) {
-    throw new InvalidInput(
-      `expires_after must be a whole number of seconds from 1 to ${SHARE_SECONDS_MAX} (30 days).`,
-    );
-  }
-  return seconds;
+/** The link's lifetime in seconds: the number, or its digits, or the default. */
+function expiresAfterOf(value: number | string | null | undefined): number {
+  return value === undefined || value === null || value === '' ? SHARE_SECONDS_DEFAULT : Number(value);
 }
 
-/** `Dark` or `Light`, in any letter case (clients differ); default `Light`. */
-export function checkSkinTheme(value: unknown): SkinTheme {
-  if (value === undefined || value === null || value === '') return 'Light';
-  const theme = SKIN_THEMES.find((t) => typeof value === 'string' && t.toLowerCase() === value.toLowerCase());
-  if (!theme) throw new InvalidInput(`skin_theme must be ${SKIN_THEMES.join(' or ')}.`);
-  return theme;
+/** `Dark` or `Light` as stored, from any letter case; default `Light`. */
+function skinThemeOf(value: string | null | undefined): SkinTheme {
+  return value?.toLowerCase() === 'dark' ? 'Dark' : 'Light';
 }
 
 export async function shareReport(
@@ -284,8 +274,8 @@ export async function shareReport(
   now: Date = new Date(),
 ): Promise<ReportShare> {
   checkStorableFields({ workspace: input.workspace });
-  const expiresAfter = checkExpiresAfter(input.expires_after);
-  const skinTheme = checkSkinTheme(input.skin_theme);
+  const expiresAfter = expiresAfterOf(input.expires_after);
+  const skinTheme = skinThemeOf(input.skin_theme);
   const urlToken = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + expiresAfter * 1000);
   const record = await db.transaction(async (trx) => {
