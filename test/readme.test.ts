@@ -8,6 +8,7 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const readme = read('README.md');
 const pages = [
   'README.md',
+  'CONTRIBUTING.md',
   'calc/README.md',
   ...readdirSync(path.join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
@@ -56,6 +57,25 @@ describe('README', () => {
       (m) => m[1]!,
     );
     for (const script of mentioned) expect(Object.keys(packageJson.scripts)).toContain(script);
+  });
+
+  test('CONTRIBUTING.md: its rooms are the top-level folders, and every path it names exists', () => {
+    const page = read('CONTRIBUTING.md');
+    const rooms = [...page.matchAll(/^\| `([a-z]+)\/` +\|/gm)].map((m) => m[1]!);
+    const folders = readdirSync(ROOT, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && /^[a-z]+$/.test(e.name))
+      .map((e) => e.name);
+    for (const room of ['api', 'workers', 'ops', 'scripts', 'engine', 'plugins', 'calc', 'migrations'])
+      expect(rooms).toContain(room);
+    for (const room of rooms) expect(folders).toContain(room);
+    // A code span naming a file or folder of the tree (`engine/kinds/index.ts`) must exist.
+    const named = [
+      ...page.matchAll(/`((?:api|engine|calc|plugins|test|docs|workers|ops|scripts)\/[^`<>\s]*)`/g),
+    ]
+      .map((m) => m[1]!)
+      .filter((p) => !p.includes('<'));
+    expect(named.length).toBeGreaterThan(10);
+    for (const p of named) expect({ p, exists: existsSync(path.join(ROOT, p)) }).toEqual({ p, exists: true });
   });
 
   test.each(pages)('every relative link of %s reaches a file and heading', (page) => {
