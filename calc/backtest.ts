@@ -7,6 +7,7 @@
 import { blackScholes, impliedVolatility, type OptionRight } from './black-scholes';
 import { type CalcSecurity, check } from './calculation-request';
 import { ewmaWeights, weightedVariance } from './estimation';
+import { binaryScale, checkFigures, overflowError } from './figures';
 import { CalcInputError } from './input-error';
 import {
   defaultMultiplier,
@@ -430,7 +431,12 @@ const sample = (values: ArrayLike<number>, ends: readonly number[]) => [
   ...ends.map((e) => values[e]!),
 ];
 const periodReturns = (levels: readonly number[]) => levels.slice(1).map((v, k) => v / levels[k]! - 1);
-const indexed = (levels: readonly number[]) => levels.map((v) => (100 * v) / levels[0]!);
+/** 100·v/v_0, on the levels divided by a power of two near v_0: the same bits, and 100·v cannot overflow. */
+const indexed = (levels: readonly number[]) => {
+  const scale = binaryScale(levels[0]!);
+  const first = levels[0]! / scale;
+  return levels.map((v) => (100 * (v / scale)) / first);
+};
 
 /** §21 on a book already resolved to its securities. `defaultOutput`: full (backtest) or summary (statistics). */
 export function runBacktest(
@@ -521,6 +527,12 @@ export function runBacktest(
     else for (let t = 0; t < rows; t++) nav[t]! += v[t]!;
   }
   for (let t = 0; t < rows; t++) {
+    if (!Number.isFinite(nav[t]!)) {
+      throw overflowError(
+        'portfolio',
+        `the book's value is ${nav[t]} on ${formatDay(calendar[fromRow + t]!)} (its positions' values add up past the largest number)`,
+      );
+    }
     if (!(nav[t]! > 0)) {
       throw new CalcInputError(
         'portfolio',
@@ -624,6 +636,19 @@ export function runBacktest(
     unmapped_tickers: [...new Set(unmapped)],
     statistics,
   };
+  // A figure past ±1.8e308 (a return over a value near zero, annualised): the book's values did it.
+  const blame = (path: string) => {
+    let low = Infinity;
+    let high = -Infinity;
+    for (const value of navs) {
+      low = Math.min(low, value);
+      high = Math.max(high, value);
+    }
+    return overflowError(
+      'portfolio',
+      `the book's value is ${low} to ${high} from ${result.start} to ${result.end}, so ${path} would not be a finite number`,
+    );
+  };
   if (settings.outputType === 'full') {
     result.series = {
       dates,
@@ -635,5 +660,5 @@ export function runBacktest(
       projections: projectionLevels.map(({ symbol, levels }) => ({ symbol, values: indexed(levels) })),
     };
   }
-  return result;
+  return checkFigures(result, blame);
 }

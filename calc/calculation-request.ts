@@ -32,6 +32,14 @@ export interface ProjectionValue {
 }
 
 export const MAX_PROJECTIONS = 15;
+/**
+ * The largest relative move of a price the API takes, as a stress (§18) or a shock (§7): +10,000%, a
+ * price 101 times its own. Far past any market's, and small enough that a book's P&L under it stays
+ * a finite number unless the book is itself near the range of a double (figures.ts).
+ */
+export const MAX_RELATIVE_MOVE = 100;
+/** A RATE:/SPREAD: shock moves its level by magnitude × 100 points (§12): at most 1,000 either way. */
+export const MAX_LEVEL_SHOCK = 10;
 export const MAX_HORIZON = 1260;
 export const DEFAULT_PATHS = 100_000;
 

@@ -7,7 +7,8 @@
 import { type ReportOptions, reportResults } from './aggregation';
 import { reportedIds } from './filter';
 import type { SeriesSource } from './market-data';
-import { preparePortfolio, type PreparedPortfolio } from './portfolio-model';
+import { blameOverflow, checkFigures } from './figures';
+import { bookSuspects, preparePortfolio, type PreparedPortfolio } from './portfolio-model';
 import {
   type CalcOptions,
   type CommonRequest,
@@ -107,13 +108,16 @@ export function exposureOf(
     }
     return group;
   });
-  return {
-    nlv: prepared.nlv,
-    base_currency: normalised.base_currency,
-    unmapped_tickers: [...prepared.unmapped],
-    results,
-    ...sideTotals(prepared, report),
-  };
+  return checkFigures(
+    {
+      nlv: prepared.nlv,
+      base_currency: normalised.base_currency,
+      unmapped_tickers: [...prepared.unmapped],
+      results,
+      ...sideTotals(prepared, report),
+    },
+    () => blameOverflow(bookSuspects(prepared)),
+  );
 }
 
 /** §16 on a request: the book priced at the date, reported by `report`. */

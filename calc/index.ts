@@ -1,5 +1,6 @@
 /** The calculation core's public surface: what the endpoints, kernels and workers build on. */
 export { CalcInputError } from './input-error';
+export { checkFigures, nonFinitePath, OVERFLOW, overflowError } from './figures';
 export {
   dayNumber,
   formatDay,
@@ -35,7 +36,9 @@ export {
 export {
   CONFIDENCE_TAILS,
   DEFAULT_PATHS,
+  MAX_LEVEL_SHOCK,
   MAX_PROJECTIONS,
+  MAX_RELATIVE_MOVE,
   RESIDUAL,
   type CalcOptions,
   type CalcSecurity,

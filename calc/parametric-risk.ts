@@ -8,7 +8,8 @@ import { normalCdf } from './black-scholes';
 import { WHOLE_BOOK } from './exposure';
 import { CalcInputError } from './input-error';
 import { MIN_RETURNS, type SeriesSource } from './market-data';
-import { preparePortfolio, type PreparedPortfolio } from './portfolio-model';
+import { blameOverflow, checkFigures } from './figures';
+import { bookSuspects, preparePortfolio, type PreparedPortfolio } from './portfolio-model';
 import {
   type CalcOptions,
   type CommonRequest,
@@ -151,14 +152,17 @@ export function parametricOf(
     var: sumValues(members.map((m) => m.var)),
     cvar: sumValues(members.map((m) => m.cvar)),
   }));
-  return {
-    unmapped_tickers: [...prepared.unmapped],
-    volatility: vol.portfolio,
-    var: vol.portfolio * varScale,
-    cvar: vol.portfolio * cvarScale,
-    confidence,
-    results,
-  };
+  return checkFigures(
+    {
+      unmapped_tickers: [...prepared.unmapped],
+      volatility: vol.portfolio,
+      var: vol.portfolio * varScale,
+      cvar: vol.portfolio * cvarScale,
+      confidence,
+      results,
+    },
+    () => blameOverflow(bookSuspects(prepared)),
+  );
 }
 
 /** The prepared book of §17: the factor model on the request's window and weights. */

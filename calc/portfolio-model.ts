@@ -36,6 +36,8 @@ import {
 import type { InstrumentType, PositionFacts } from './position-facts';
 import type { PositionExposure } from './simulation';
 import { check, type CalcSecurity, type NormalisedCommon } from './calculation-request';
+import { decadesOf, OVERFLOW, overflowError, type Suspect } from './figures';
+import { CalcInputError } from './input-error';
 
 /** An option position's Black–Scholes terms at the calculation date (§11). */
 export interface OptionTerms {
@@ -57,6 +59,8 @@ export interface OptionTerms {
 /** A mapped position as the model prices it. */
 export interface BookPosition {
   readonly id: string;
+  /** Its index in the request's securities (errors name `securities[index]`). */
+  readonly index: number;
   /** Driver of the security (an option's underlying), or −1 for cash. */
   readonly primary: number;
   /** FX driver CCY→base (§10), or −1 in the base currency. */
@@ -352,14 +356,28 @@ export function preparePortfolio(
       value = scale = linear = security.quantity * price * multiplier * fxRate;
     }
     check(Number.isFinite(value), 'securities', `${security.id} has no price to value it.`);
+    // Finite inputs whose product is not: a value of its own, past the range of a double.
+    if (!Number.isFinite(linear)) {
+      throw overflowError(
+        where,
+        `${security.id}'s delta-adjusted exposure (quantity × multiplier × fx_rate × Δ × S) is ${linear}`,
+      );
+    }
     if (!marginTraded(c.type)) valued += value;
     if (primary >= 0) driverExposure[primary]! += linear;
     if (fx >= 0) driverExposure[fx]! += linear;
-    book.push({ id: security.id, primary, fx, value, scale, linear, option });
+    book.push({ id: security.id, index, primary, fx, value, scale, linear, option });
     modelled.push({ ...security, currency: c.currency, exposure: value, deltaExposure: linear });
+  }
+  if (common.nlv === null && !Number.isFinite(valued)) {
+    throw new CalcInputError(
+      'nlv',
+      `the cash-settled positions' values add up past ±1.8e308, so the figures would overflow: supply nlv.`,
+    );
   }
   const nlv = common.nlv ?? valued;
   check(Number.isFinite(nlv) && nlv !== 0, 'nlv', 'is zero: supply nlv to express results as its fractions.');
+  checkFractions(book, nlv, common.nlv !== null);
   return {
     window,
     projection,
@@ -374,6 +392,73 @@ export function preparePortfolio(
     unmapped: [...new Set(unmapped)],
     anchorDay,
   };
+}
+
+/** The largest of a position's sizes in base currency: its value and its delta-adjusted exposure. */
+function sizeOf(position: BookPosition): number {
+  return Math.max(Math.abs(position.value), Math.abs(position.linear));
+}
+
+/** `x` rounded up to 3 significant digits, as a message shows a bound. */
+function upTo3(x: number): string {
+  const rounded = Number(x.toPrecision(3));
+  return String(rounded >= x ? rounded : Number((x * (1 + 5e-3)).toPrecision(3)));
+}
+
+/**
+ * Every figure is a fraction of the NLV: an NLV so small that the positions' fractions of it add up
+ * past ±1.8e308 is refused naming nlv and the least it can be for this book.
+ */
+function checkFractions(book: readonly BookPosition[], nlv: number, supplied: boolean): void {
+  // Σ |v_i| / |NLV| bounds every fraction, and every sum of them (a group, long, short, gross).
+  let fractions = 0;
+  let least = 0;
+  let largest = 0;
+  for (const position of book) {
+    fractions += sizeOf(position) / Math.abs(nlv);
+    least += sizeOf(position) / Number.MAX_VALUE;
+    largest = Math.max(largest, sizeOf(position));
+  }
+  if (Number.isFinite(fractions)) return;
+  throw new CalcInputError(
+    'nlv',
+    supplied
+      ? `${nlv} is too small for the positions' values (up to ${largest} in base currency): |nlv| must be at least ${upTo3(least)}, or as fractions of it ${OVERFLOW}.`
+      : `the cash-settled positions' values net to ${nlv}, too small for their values (up to ${largest} in base currency): supply nlv of at least ${upTo3(least)} in size, or as fractions of it ${OVERFLOW}.`,
+  );
+}
+
+/**
+ * What a book contributes to a figure past ±1.8e308 (figures.ts, `blameOverflow`): its money, named
+ * by its largest position (`extraMoneyDecades`: what the calculation multiplies the money by, e.g.
+ * log10 of the paths it sums over), and its NLV, by the fractions of it. `prefix` names the book
+ * (`portfolio1.`).
+ */
+export function bookSuspects(
+  prepared: Pick<PreparedPortfolio, 'book' | 'nlv'>,
+  prefix = '',
+  extraMoneyDecades = 0,
+): Suspect[] {
+  let largest: BookPosition | null = null;
+  let total = 0;
+  for (const position of prepared.book) {
+    total += sizeOf(position);
+    if (largest === null || sizeOf(position) > sizeOf(largest)) largest = position;
+  }
+  if (largest === null) return [];
+  const { nlv } = prepared;
+  return [
+    {
+      parameter: `${prefix}securities[${largest.index}]`,
+      decades: decadesOf(total) + extraMoneyDecades,
+      why: `${largest.id} is worth ${largest.value} in base currency (delta-adjusted ${largest.linear}; quantity × price × multiplier × fx_rate), the book ${Number.isFinite(total) ? total : 'past ±1.8e308'} in all`,
+    },
+    {
+      parameter: `${prefix}nlv`,
+      decades: decadesOf(total / nlv),
+      why: `${nlv} is small for positions worth ${Number.isFinite(total) ? total : 'past ±1.8e308'} in all`,
+    },
+  ];
 }
 
 /** Trading days per year: annualises an EWMA vol (§11) and turns a horizon into years (T_h). */
@@ -517,8 +602,44 @@ export function meanShift(
     const now = prepared.window.latestPrices.get(forecast.symbol) ?? NaN;
     check(now > 0, `forecasts[${i}].symbol`, `${forecast.symbol} has no price to measure the targets from.`);
     let mu = 0;
-    forecast.targets.forEach((target, t) => (mu += forecast.probabilities[t]! * Math.log(target / now)));
+    forecast.targets.forEach((target, t) => (mu += forecast.probabilities[t]! * logRatio(target, now)));
     residual[d]! += (mu * (horizonDays / TRADING_DAYS)) / forecast.years;
   });
   return { factor, residual };
+}
+
+/**
+ * ln(target / now), the same bits, except where the quotient leaves the range of a double (a target
+ * of 5e-324 over a price of 130 is 0, whose log is −Infinity): there ln target − ln now.
+ */
+function logRatio(target: number, now: number): number {
+  const ratio = target / now;
+  return ratio >= Number.MIN_VALUE * 2 ** 52 && Number.isFinite(ratio)
+    ? Math.log(ratio)
+    : Math.log(target) - Math.log(now);
+}
+
+/**
+ * What each forecast adds to its symbol's mean log-return at the horizon (§13), as a suspect of a
+ * figure past ±1.8e308: e^x of a shift of x multiplies the P&L by x / ln 10 decades.
+ */
+export function forecastSuspects(
+  common: Pick<NormalisedCommon, 'forecasts'>,
+  prepared: Pick<PreparedPortfolio, 'driverIndex' | 'window'>,
+  horizonDays: number,
+): Suspect[] {
+  return common.forecasts.flatMap((forecast, i) => {
+    if (!prepared.driverIndex.has(forecast.symbol)) return [];
+    const now = prepared.window.latestPrices.get(forecast.symbol) ?? NaN;
+    let mu = 0;
+    forecast.targets.forEach((target, t) => (mu += forecast.probabilities[t]! * logRatio(target, now)));
+    const shift = (mu * (horizonDays / TRADING_DAYS)) / forecast.years;
+    return [
+      {
+        parameter: `forecasts[${i}]`,
+        decades: Math.abs(shift) / Math.LN10,
+        why: `its targets over ${forecast.years} years shift ${forecast.symbol}'s log-return at the horizon by ${shift}`,
+      },
+    ];
+  });
 }

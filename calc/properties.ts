@@ -16,7 +16,9 @@ import { exposureOf, prepareBook, WHOLE_BOOK } from './exposure';
 import { reportedIds } from './filter';
 import { SENSITIVITY_TYPES, type SensitivityType } from './greeks';
 import type { SeriesSource } from './market-data';
+import { blameOverflow, checkFigures } from './figures';
 import { parametricOf, prepareParametric } from './parametric-risk';
+import { bookSuspects, forecastSuspects } from './portfolio-model';
 import {
   checkHorizon,
   type CalcOptions,
@@ -121,28 +123,34 @@ export function prepareProperties(
     prepareRiskAttribution({ ...attribution, risk_measure: 'cvar' }, market, options),
   );
 
+  // A sum past ±1.8e308 (each part checked its own figures): the book's money or fractions, or a forecast.
+  const suspects = [...bookSuspects(prepared), ...forecastSuspects(normalised.common, prepared, horizon)];
   return {
     var: varRun,
     cvar: cvarRun,
-    finish: (varResult, cvarResult) => ({
-      nlv: exposure.nlv,
-      base_currency: exposure.base_currency,
-      unmapped_tickers: parametric.unmapped_tickers,
-      long: exposure.long,
-      short: exposure.short,
-      gross: exposure.gross,
-      net: exposure.net,
-      betas,
-      volatility: parametric.volatility,
-      var: total(varRun.finish(varResult)),
-      cvar: total(cvarRun.finish(cvarResult)),
-      parametric_var: parametric.var * toHorizon,
-      parametric_cvar: parametric.cvar * toHorizon,
-      delta: greeks.delta,
-      gamma: greeks.gamma,
-      vega: greeks.vega,
-      theta: greeks.theta,
-    }),
+    finish: (varResult, cvarResult) =>
+      checkFigures<PropertiesResult>(
+        {
+          nlv: exposure.nlv,
+          base_currency: exposure.base_currency,
+          unmapped_tickers: parametric.unmapped_tickers,
+          long: exposure.long,
+          short: exposure.short,
+          gross: exposure.gross,
+          net: exposure.net,
+          betas,
+          volatility: parametric.volatility,
+          var: total(varRun.finish(varResult)),
+          cvar: total(cvarRun.finish(cvarResult)),
+          parametric_var: parametric.var * toHorizon,
+          parametric_cvar: parametric.cvar * toHorizon,
+          delta: greeks.delta,
+          gamma: greeks.gamma,
+          vega: greeks.vega,
+          theta: greeks.theta,
+        },
+        () => blameOverflow(suspects),
+      ),
   };
 }
 

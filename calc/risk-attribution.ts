@@ -4,10 +4,11 @@
  * unconditional simulation). Every mctr array sums over all positions to the portfolio figure.
  */
 import { type FactorModel, mixtureCovariance } from './estimation';
+import { binaryScale, blameOverflow, checkFigures } from './figures';
 import { CalcInputError } from './input-error';
 import type { PositionFacts } from './position-facts';
 import type { SeriesSource } from './market-data';
-import { bookLines, meanShift, preparePortfolio } from './portfolio-model';
+import { bookLines, bookSuspects, forecastSuspects, meanShift, preparePortfolio } from './portfolio-model';
 import {
   type CalcOptions,
   checkHorizon,
@@ -74,6 +75,11 @@ export interface LinearPosition extends PositionExposure {
  * With one position per symbol the residual is the methodology's v_i²·r_i; positions sharing a symbol
  * share its residual, so its variance is (Σv)²·r and is split in proportion to v_i. A foreign
  * position (§10) moves with x_d + x_fx: it gets the sums over both drivers of these terms.
+ *
+ * The variance is in money² and NLV² divides it: the exposures and the NLV are first divided by
+ * powers of two near their sizes (figures.ts, `binaryScale`) and the figures multiplied back, which
+ * changes no bit of them, so a book worth 1e200 (or an NLV of 1e-200) squares nothing past the range
+ * of a double. A figure that is itself past it is the caller's to refuse.
  */
 export function volatilityAttribution(
   model: FactorModel,
@@ -85,9 +91,15 @@ export function volatilityAttribution(
   const { k, beta, residualVariance } = model;
   const annualise = TRADING_DAYS_PER_YEAR / sampling;
   const sigmaMix = mixtureCovariance(model);
+  let largest = 0;
+  for (const w of driverExposure) largest = Math.max(largest, Math.abs(w));
+  for (const { exposure } of positions) largest = Math.max(largest, Math.abs(exposure));
+  const money = binaryScale(largest);
+  const unit = binaryScale(nlv);
+  const scaledNlv = nlv / unit;
   const b = new Float64Array(k);
   driverExposure.forEach((w, d) => {
-    for (let j = 0; j < k; j++) b[j]! += w * beta[d * k + j]!;
+    for (let j = 0; j < k; j++) b[j]! += (w / money) * beta[d * k + j]!;
   });
   const sigmaB = new Float64Array(k);
   let variance = 0;
@@ -95,19 +107,25 @@ export function volatilityAttribution(
     for (let j = 0; j < k; j++) sigmaB[i]! += sigmaMix[i * k + j]! * b[j]!;
     variance += b[i]! * sigmaB[i]!;
   }
-  driverExposure.forEach((w, d) => (variance += w * w * residualVariance[d]!));
-  const portfolio = Math.sqrt(variance * annualise) / Math.abs(nlv);
+  driverExposure.forEach((w, d) => (variance += (w / money) * (w / money) * residualVariance[d]!));
+  // σ_p and its parts come out divided by money / unit: multiplied back last, exactly.
+  const ratio = money / unit;
+  const back =
+    ratio > 0 && Number.isFinite(ratio) ? (x: number) => x * ratio : (x: number) => (x / unit) * money;
+  const scaled = Math.sqrt(variance * annualise) / Math.abs(scaledNlv);
+  const portfolio = back(scaled);
   const values = new Float64Array(positions.length * (k + 1));
   if (portfolio === 0) return { portfolio, values };
-  const scale = annualise / (portfolio * nlv * nlv);
+  const scale = annualise / (scaled * scaledNlv * scaledNlv);
   positions.forEach(({ driver, exposure, fx = -1 }, i) => {
+    const e = exposure / money;
     for (const d of [driver, fx]) {
       if (d < 0) continue;
-      for (let j = 0; j < k; j++)
-        values[i * (k + 1) + j]! += exposure * beta[d * k + j]! * sigmaB[j]! * scale;
-      values[i * (k + 1) + k]! += exposure * driverExposure[d]! * residualVariance[d]! * scale;
+      for (let j = 0; j < k; j++) values[i * (k + 1) + j]! += e * beta[d * k + j]! * sigmaB[j]! * scale;
+      values[i * (k + 1) + k]! += e * (driverExposure[d]! / money) * residualVariance[d]! * scale;
     }
   });
+  for (let i = 0; i < values.length; i++) values[i] = back(values[i]!);
   return { portfolio, values };
 }
 
@@ -172,7 +190,8 @@ export function prepareRiskAttribution(
   if (normalised.risk_measure === 'vol') {
     const linear = book.map((p) => ({ driver: p.primary, fx: p.fx, exposure: p.linear }));
     const vol = volatilityAttribution(model, linear, driverExposure, nlv, normalised.sampling);
-    return { kind: 'analytic', portfolio: vol.portfolio, result: shape(vol.values), facts: prepared.facts };
+    const result = checkFigures(shape(vol.values), () => blameOverflow(bookSuspects({ book, nlv })));
+    return { kind: 'analytic', portfolio: vol.portfolio, result, facts: prepared.facts };
   }
   const paths = resolvePaths(options);
   const seed = resolveSeed(options, {
@@ -203,6 +222,11 @@ export function prepareRiskAttribution(
     ...(options.onAllocate ? { onAllocate: options.onAllocate } : {}),
   };
   const pick = (result: SimulationResult): PathSetResult => (isVar ? result.var! : result.cvarNeg);
+  // A figure past ±1.8e308: the money summed over the paths, the fractions of NLV, or a forecast's shift.
+  const suspects = [
+    ...bookSuspects({ book, nlv }, '', Math.log10(paths)),
+    ...forecastSuspects(normalised, prepared, normalised.horizon),
+  ];
   return {
     kind: 'simulation',
     scenario,
@@ -210,7 +234,10 @@ export function prepareRiskAttribution(
     nlv,
     facts: prepared.facts,
     pick,
-    finish: (result) => shape(positionComponents(scenario, pick(result), positions, nlv)),
+    finish: (result) =>
+      checkFigures(shape(positionComponents(scenario, pick(result), positions, nlv)), () =>
+        blameOverflow(suspects),
+      ),
   };
 }
 

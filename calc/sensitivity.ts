@@ -11,7 +11,8 @@ import { prepareBook, WHOLE_BOOK } from './exposure';
 import { blackScholesGreeks, type Greeks, SENSITIVITY_TYPES, type SensitivityType } from './greeks';
 import { CalcInputError } from './input-error';
 import type { SeriesSource } from './market-data';
-import type { BookPosition, PreparedPortfolio } from './portfolio-model';
+import { blameOverflow, checkFigures, decadesOf, overflowError } from './figures';
+import { type BookPosition, bookSuspects, type PreparedPortfolio } from './portfolio-model';
 import type { CalcOptions, CommonRequest } from './calculation-request';
 
 export interface SensitivityRequest extends CommonRequest {
@@ -115,13 +116,49 @@ export function sensitivityOf(
     const reported = reportedIds(report.filter, prepared.facts);
     total = perPosition.reduce((sum, r) => (reported.has(r.id) ? sum + r.value! : sum), 0);
   }
-  return {
-    unmapped_tickers: [...prepared.unmapped],
-    sensitivity_type: type,
-    compute_notional: computeNotional,
-    results,
-    total,
-  };
+  return checkFigures(
+    {
+      unmapped_tickers: [...prepared.unmapped],
+      sensitivity_type: type,
+      compute_notional: computeNotional,
+      results,
+      total,
+    },
+    () => greekBlame(prepared, perPosition, type, computeNotional),
+  );
+}
+
+/**
+ * A Greek past ±1.8e308 (a vanishing σ·√T makes Γ and θ grow without bound, a huge book its
+ * notionals): the position whose own Greek is not finite, else the largest of those summed.
+ */
+function greekBlame(
+  prepared: PreparedPortfolio,
+  perPosition: readonly { value: number | null }[],
+  type: SensitivityType,
+  computeNotional: boolean,
+): CalcInputError {
+  let worst = 0;
+  for (let i = 0; i < perPosition.length; i++) {
+    const value = perPosition[i]!.value!;
+    if (!Number.isFinite(value)) {
+      worst = i;
+      break;
+    }
+    if (Math.abs(value) > Math.abs(perPosition[worst]!.value!)) worst = i;
+  }
+  const position = prepared.book[worst]!;
+  const value = perPosition[worst]!.value!;
+  const o = position.option;
+  const terms =
+    o === null
+      ? ''
+      : ` (Black–Scholes at S = ${o.spot}, K = ${o.strike}, T = ${o.years} years, σ = ${o.volatility} from ${o.volatilitySource})`;
+  const what = `${position.id}'s ${type}${computeNotional ? ' in base currency' : ' per unit'} is ${value}${terms}`;
+  return overflowError(
+    `securities[${position.index}]`,
+    Number.isFinite(value) ? `${what}, and the positions' add up past ±1.8e308` : what,
+  );
 }
 
 export function runSensitivity(
@@ -187,14 +224,41 @@ export function underlyingStressOf(
   });
   const results = reportResults(perPosition, prepared.facts, report, sum);
   const reported = reportedIds(report.filter, prepared.facts);
-  return {
-    unmapped_tickers: [...prepared.unmapped],
-    results,
-    total: sum(
-      'total',
-      perPosition.filter((p) => reported.has(p.id)),
-    ).values,
-  };
+  return checkFigures(
+    {
+      unmapped_tickers: [...prepared.unmapped],
+      results,
+      total: sum(
+        'total',
+        perPosition.filter((p) => reported.has(p.id)),
+      ).values,
+    },
+    (path) => stressBlame(prepared, stresses, Number(/(?:values|total)\[(\d+)\]/.exec(path)?.[1] ?? 0)),
+  );
+}
+
+/**
+ * A P&L past ±1.8e308: the stress, or the book when its money or its fractions of NLV weigh more.
+ * Each position moves by at most |q·m·fx|·max(S·(1 + s), K) (its value × s when linear), so a stress
+ * up to MAX / (2·max(C, C / |NLV|)) − 1 keeps every figure finite, C the sum of those sizes at s = 0.
+ */
+function stressBlame(prepared: PreparedPortfolio, stresses: readonly number[], j: number): CalcInputError {
+  const stress = stresses[j]!;
+  let size = 0;
+  for (const position of prepared.book) {
+    const o = position.option;
+    if (o !== null) size += Math.abs(position.scale) * Math.max(o.spot, o.strike);
+    else if (position.primary >= 0) size += Math.abs(position.value);
+  }
+  const bound = Number.MAX_VALUE / (2 * Math.max(size, size / Math.abs(prepared.nlv))) - 1;
+  return blameOverflow([
+    {
+      parameter: `stress_values[${j}]`,
+      decades: decadesOf(1 + Math.abs(stress)),
+      why: `a move of ${stress} takes the P&L of positions worth ${size} in all past ±1.8e308; at most ${bound.toPrecision(3)} for this book`,
+    },
+    ...bookSuspects(prepared),
+  ]);
 }
 
 export function runUnderlyingStressSensitivity(

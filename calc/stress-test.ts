@@ -7,7 +7,8 @@ import { CalcInputError } from './input-error';
 import type { PositionFacts } from './position-facts';
 import { psdRoot } from './linear-algebra';
 import { extremeMoves, isLevelSeries, MIN_RETURNS, toDaySeries, type SeriesSource } from './market-data';
-import { bookLines, meanShift, preparePortfolio } from './portfolio-model';
+import { blameOverflow, checkFigures, type Suspect } from './figures';
+import { bookLines, bookSuspects, forecastSuspects, meanShift, preparePortfolio } from './portfolio-model';
 import {
   type CalcOptions,
   checkHorizon,
@@ -263,6 +264,12 @@ export function prepareStressTest(
   // c of §7: ln(1 + magnitude), or magnitude × 100 points for a rate or spread (§12).
   const logReturn = fromMagnitude(magnitude, levels);
   const shift = meanShift(normalised, prepared, horizon);
+  // A forecast over a vanishing number of years can shift the shocked security's mean past what the
+  // conditioning squares (its surprise c − m_s, §13): refused naming it, not as "no volatility".
+  const shockShift = shift === null ? [] : [...shift.factor, shift.residual[shockDriver]!];
+  if (!shockShift.every((x) => Number.isFinite(x * x))) {
+    throw blameOverflow([...forecastSuspects(normalised, prepared, horizon), ...bookSuspects(prepared)]);
+  }
   const conditional = conditionalScenario(
     model,
     prepared.driverExposure,
@@ -283,6 +290,13 @@ export function prepareStressTest(
   };
   // The closure below keeps only what it needs, not the window of returns.
   const { nlv, unmapped, book } = prepared;
+  // A figure past ±1.8e308: the moves the shock implies, the money summed over the paths, the
+  // fractions of NLV, or a forecast's shift, whichever weighs the most decades.
+  const suspects = [
+    shockSuspect(model, prepared.heldDrivers, shockDriver, conditioning.mean, normalised, horizon),
+    ...bookSuspects({ book, nlv }, '', Math.log10(paths)),
+    ...forecastSuspects(normalised, prepared, horizon),
+  ];
   const projectionLevels = projection.map(isLevelSeries);
   const labels = [...projection, RESIDUAL];
   const asValues = (values: Float64Array, i: number): ProjectionValue[] =>
@@ -297,22 +311,52 @@ export function prepareStressTest(
       const ev = positionComponents(scenario, result.ev, positions, nlv);
       const cvarNeg = positionComponents(scenario, result.cvarNeg, positions, nlv);
       const cvarPos = positionComponents(scenario, result.cvarPos, positions, nlv);
-      return {
-        magnitude,
-        extrapolated,
-        out_of_range: outOfRange,
-        implied_magnitudes: Array.from(conditioning.mean, (m, j) => toMagnitude(m, projectionLevels[j]!)),
-        results: book.map((position, i) => ({
-          id: position.id,
-          ev: asValues(ev, i),
-          cvar_neg: asValues(cvarNeg, i),
-          cvar_pos: asValues(cvarPos, i),
-        })),
-        dynamic_range: [range[0], range[1]],
-        unmapped_tickers: [...unmapped],
-        implied_horizon: horizon,
-      };
+      return checkFigures<StressTestResult>(
+        {
+          magnitude,
+          extrapolated,
+          out_of_range: outOfRange,
+          implied_magnitudes: Array.from(conditioning.mean, (m, j) => toMagnitude(m, projectionLevels[j]!)),
+          results: book.map((position, i) => ({
+            id: position.id,
+            ev: asValues(ev, i),
+            cvar_neg: asValues(cvarNeg, i),
+            cvar_pos: asValues(cvarPos, i),
+          })),
+          dynamic_range: [range[0], range[1]],
+          unmapped_tickers: [...unmapped],
+          implied_horizon: horizon,
+        },
+        () => blameOverflow(suspects),
+      );
     },
+  };
+}
+
+/**
+ * The magnitude as a suspect: the largest log-return it implies at the horizon, of a projection
+ * (its implied magnitude is e^x − 1) or a held security (its P&L scales by e^x), in decades.
+ */
+function shockSuspect(
+  model: FactorModel,
+  held: number,
+  shockDriver: number,
+  factorMean: Float64Array,
+  request: Pick<NormalisedStressTest, 'magnitude' | 'shock'>,
+  horizon: number,
+): Suspect {
+  const { k, beta } = model;
+  let largest = 0;
+  for (const m of factorMean) largest = Math.max(largest, Math.abs(m));
+  for (let d = 0; d < held; d++) {
+    let x = 0;
+    for (let j = 0; j < k; j++) x += beta[d * k + j]! * factorMean[j]!;
+    largest = Math.max(largest, Math.abs(d === shockDriver ? fromMagnitude(request.magnitude, false) : x));
+  }
+  return {
+    parameter: 'magnitude',
+    decades: largest / Math.LN10,
+    why: `a shock of ${request.magnitude} to ${request.shock} implies log-returns of up to ${largest.toPrecision(3)} over ${horizon} days`,
   };
 }
 

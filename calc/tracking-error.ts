@@ -16,7 +16,8 @@ import {
   toDaySeries,
   windowReturns,
 } from './market-data';
-import { fxRouteReturns, fxRouteSymbols, type PreparedPortfolio } from './portfolio-model';
+import { binaryScale, blameOverflow, checkFigures } from './figures';
+import { bookSuspects, fxRouteReturns, fxRouteSymbols, type PreparedPortfolio } from './portfolio-model';
 
 /** Bound once: under jest's vm sandbox every global lookup in a hot loop costs ~25×. */
 const { sqrt } = Math;
@@ -175,6 +176,11 @@ function holdings(prepared: PreparedPortfolio, base: string): Holding[] {
   });
 }
 
+/** A figure past ±1.8e308: the book whose weights (fractions of its NLV) are the larger. */
+function trackingErrorBlame(book1: PreparedPortfolio, book2: PreparedPortfolio) {
+  return blameOverflow([...bookSuspects(book1, 'portfolio1.'), ...bookSuspects(book2, 'portfolio2.')]);
+}
+
 /** Σ_t ω_t·a_t·b_t. */
 function weightedDot(a: Float64Array, b: Float64Array, weights: Float64Array): number {
   let sum = 0;
@@ -267,28 +273,37 @@ export function runMarginalTrackingError(
   }
 
   const weights = observationWeights(n, decay);
+  // r_a is squared: it is built from the active weights divided by a power of two near the largest
+  // (figures.ts), which changes no bit of te (multiplied back) nor of any mte (a ratio).
+  let largest = 0;
+  for (const row of kept) largest = Math.max(largest, Math.abs(row.w1 - row.w2));
+  const scale = binaryScale(largest);
   const active = new Float64Array(n);
   for (const row of kept) {
     const wa = row.w1 - row.w2;
     if (wa === 0) continue;
     const x = row.x!;
-    for (let t = 0; t < n; t++) active[t]! += wa * x[t]!;
+    for (let t = 0; t < n; t++) active[t]! += (wa / scale) * x[t]!;
   }
   const annual = weekly ? 52 : 252;
   const variance = weightedDot(active, active, weights);
-  const te = sqrt(annual) * sqrt(variance);
+  const scaledTe = sqrt(annual) * sqrt(variance);
+  const te = scaledTe * scale;
   const results = kept.map((row) => {
     const weightActive = row.w1 - row.w2;
-    const mte = te === 0 ? 0 : (annual * weightedDot(row.x!, active, weights)) / te;
+    const mte = scaledTe === 0 ? 0 : (annual * weightedDot(row.x!, active, weights)) / scaledTe;
     return { id: row.id, symbol: row.symbol, weight_active: weightActive, mte, cte: weightActive * mte };
   });
-  return {
-    date: formatDay(calendar.anchorDay),
-    base_currency: baseCurrency,
-    weekly,
-    observations: n,
-    unmapped_tickers: [...unmapped],
-    te,
-    results,
-  };
+  return checkFigures(
+    {
+      date: formatDay(calendar.anchorDay),
+      base_currency: baseCurrency,
+      weekly,
+      observations: n,
+      unmapped_tickers: [...unmapped],
+      te,
+      results,
+    },
+    () => trackingErrorBlame(book1, book2),
+  );
 }

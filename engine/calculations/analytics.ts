@@ -25,7 +25,9 @@ import {
   auditCalculation,
   checkedMarket,
   type CheckedRequest,
+  finiteResult,
   looseBoolean,
+  storedBook,
 } from './calculation-service';
 import { type CalculationBodyOf, declaredFields, type SensitivityBody } from './calculation-schemas';
 import { StageTimer } from './stage-timing';
@@ -122,7 +124,8 @@ export const ANALYTICS: { readonly [K in AnalyticsKind]: AnalyticsDeclaration<K>
       return timer.time('simulation', async () => {
         const varResult = await backend.simulate(prepared.var.scenario, prepared.var.simulation);
         const cvarResult = await backend.simulate(prepared.cvar.scenario, prepared.cvar.simulation);
-        return prepared.finish(varResult, cvarResult);
+        // finish refuses figures past ±1.8e308 naming the parameter (calc/figures.ts): a 400 too.
+        return asInvalidInput(() => prepared.finish(varResult, cvarResult));
       });
     },
   },
@@ -152,10 +155,14 @@ export async function runAnalyticsCalculation<K extends AnalyticsKind>(
   // Horizon, confidence and the common fields take risk attribution's rules (§17, §19: "as risk attribution").
   const { checked, market } = await checkedMarket(db, actor, 'risk_attribution', fields, workspace, timer);
   const run = { checked, market, options, backend, timer };
-  const result =
+  const result = finiteResult(
+    kind,
     kind === 'properties'
       ? await declaration.run(run, fields)
-      : await timer.time('estimation', () => declaration.run(run, fields));
+      : await timer.time('estimation', () => declaration.run(run, fields)),
+    fields,
+    storedBook(fields, checked),
+  );
   await timer.time('audit', () => auditCalculation(db, actor, declaration.noun, kind, checked));
   return result;
 }

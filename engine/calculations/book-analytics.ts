@@ -31,6 +31,7 @@ import {
   asInvalidInput,
   auditCalculation,
   calcSecurity,
+  finiteResult,
   looseBoolean,
   portfolioDefaults,
   type PortfolioDefaults,
@@ -231,8 +232,13 @@ export async function runBookCalculation<K extends BookKind>(
   });
   const date = prepared.books[0]!.book.date ?? null;
   const market = await timer.time('market', () => seriesCacheOf(db).market(db, accountId, symbols, date));
-  const result = await timer.time('estimation', async () => asInvalidInput(() => prepared.run(market)));
   const first = prepared.books[0]!;
+  const result = finiteResult(
+    kind,
+    await timer.time('estimation', async () => asInvalidInput(() => prepared.run(market))),
+    body,
+    first.portfolio === null ? null : first.securities,
+  );
   await timer.time('audit', () =>
     auditCalculation(db, actor, NOUNS[kind], kind, {
       portfolio: first.portfolio,

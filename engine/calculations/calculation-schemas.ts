@@ -12,7 +12,9 @@ import {
   CONFIDENCE_TAILS,
   type Confidence,
   MAX_HISTORICAL_DAYS,
+  MAX_LEVEL_SHOCK,
   MAX_PROJECTIONS,
+  MAX_RELATIVE_MOVE,
   MAX_STRESS_VALUES,
   MIN_HISTORICAL_DAYS,
   type RiskMeasure,
@@ -216,18 +218,41 @@ const StressTestFields = Type.Object({
   ),
   shock: nullable(Symbol('A symbol.'), 'The shocked security, default IND:SPX.'),
   magnitude: Type.Number({
-    description:
-      'REQUIRED. Decimal shock greater than -1 (-0.10 for -10%); for a RATE:/SPREAD: shock an absolute move of magnitude × 100 points, any sign or size.',
+    description: `REQUIRED. Decimal shock greater than -1 and at most ${MAX_RELATIVE_MOVE} (-0.10 for -10%); for a RATE:/SPREAD: shock an absolute move of magnitude × 100 points, from -${MAX_LEVEL_SHOCK} to ${MAX_LEVEL_SHOCK}.`,
   }),
   confidence: choice(CONFIDENCES, `Default 95%: ${CONFIDENCES.join(', ')}.`),
 });
 
-/** A price cannot fall by 100%; a rate or spread moves by magnitude × 100 points either way (§12). */
+/**
+ * The largest move a price takes (a relative move of at most MAX_RELATIVE_MOVE), as its own rule
+ * beside "greater than -1" (allOf), so each is refused in its own words.
+ */
+const atMostRelativeMove = (what: string) => ({
+  maximum: MAX_RELATIVE_MOVE,
+  'x-rule': `${what} of at most ${MAX_RELATIVE_MOVE} (+10,000%)`,
+});
+
+/**
+ * A price cannot fall by 100%, nor rise past +10,000%; a rate or spread moves by magnitude × 100
+ * points either way (§12), at most 1,000. Bounded so that the shock's P&L is a number (§7; calc/
+ * refuses naming magnitude a book it would still overflow, calc/figures.ts).
+ */
 const MAGNITUDE_OF_THE_SHOCK = Type.Unsafe<unknown>({
   if: {
     type: 'object',
     required: ['shock'],
     properties: { shock: { type: 'string', pattern: '^(RATE|SPREAD):' } },
+  },
+  then: {
+    type: 'object',
+    properties: {
+      magnitude: {
+        type: 'number',
+        minimum: -MAX_LEVEL_SHOCK,
+        maximum: MAX_LEVEL_SHOCK,
+        'x-rule': `from -${MAX_LEVEL_SHOCK} to ${MAX_LEVEL_SHOCK} for a RATE: or SPREAD: shock (at most 1,000 points either way)`,
+      },
+    },
   },
   else: {
     type: 'object',
@@ -236,6 +261,7 @@ const MAGNITUDE_OF_THE_SHOCK = Type.Unsafe<unknown>({
         type: 'number',
         exclusiveMinimum: -1,
         'x-rule': 'a decimal shock greater than -1 (-0.10 for -10%)',
+        allOf: [atMostRelativeMove('a decimal shock')],
       },
     },
   },
@@ -244,7 +270,7 @@ const MAGNITUDE_OF_THE_SHOCK = Type.Unsafe<unknown>({
 export const StressTestBody = body(
   StressTestFields,
   [SECURITIES_UNLESS_PORTFOLIO_ID, MAGNITUDE_OF_THE_SHOCK],
-  'magnitude is required, and securities unless portfolio_id; magnitude is greater than -1 unless shock is a RATE: or SPREAD: symbol.',
+  `magnitude is required, and securities unless portfolio_id; magnitude is greater than -1 and at most ${MAX_RELATIVE_MOVE}, or from -${MAX_LEVEL_SHOCK} to ${MAX_LEVEL_SHOCK} when shock is a RATE: or SPREAD: symbol.`,
 );
 export type StressTestBody = Static<typeof StressTestBody>;
 
@@ -409,11 +435,15 @@ export const UnderlyingStressSensitivityBody = body(
     projection: calendarProjection,
     ...sensitivityFields,
     stress_values: Type.Array(
-      Type.Number({ exclusiveMinimum: -1, 'x-rule': 'a relative move greater than -1' }),
+      Type.Number({
+        exclusiveMinimum: -1,
+        'x-rule': 'a relative move greater than -1',
+        allOf: [atMostRelativeMove('a relative move')],
+      }),
       {
         minItems: 1,
         maxItems: MAX_STRESS_VALUES,
-        description: `REQUIRED. 1 to ${MAX_STRESS_VALUES} relative moves of each position's underlying, each > -1 (e.g. [-0.1, 0, 0.1]).`,
+        description: `REQUIRED. 1 to ${MAX_STRESS_VALUES} relative moves of each position's underlying, each > -1 and ≤ ${MAX_RELATIVE_MOVE} (e.g. [-0.1, 0, 0.1]).`,
       },
     ),
   }),

@@ -24,6 +24,8 @@ import {
   type SimulationBackend,
   type StressTestRequest,
   type StressTestResult,
+  nonFinitePath,
+  OVERFLOW,
 } from '../../calc';
 import { referenceBackend } from '../../calc/backends/reference';
 import { recordAudit } from '../store/audit-trail';
@@ -179,6 +181,55 @@ export function asInvalidInput<T>(run: () => T): T {
   }
 }
 
+/** Every number a request gives, by its wire name (`securities[0].quantity`), in body order. */
+function requestNumbers(value: unknown, path: string, out: Array<[string, number]>): void {
+  if (typeof value === 'number') out.push([path, value]);
+  else if (Array.isArray(value)) value.forEach((item, i) => requestNumbers(item, `${path}[${i}]`, out));
+  else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      requestNumbers(item, path === '' ? key : `${path}.${key}`, out);
+    }
+  }
+}
+
+/**
+ * The last line before a result is answered: a figure that is not a finite number (JSON would write
+ * null where the response schema says number) is refused with a 400, never sent. calc/ checks its
+ * own figures and names the input to blame (calc/figures.ts), so this is reached only by what slips
+ * past them (a backend computing in f32, say): it names the request's most extreme number, the one
+ * farthest from 1 in decades, as the likeliest cause. `stored` are the positions a stored portfolio
+ * supplied (named as the body's would be).
+ */
+export function finiteResult<T>(
+  kind: string,
+  result: T,
+  body: unknown,
+  stored: readonly Security[] | null = null,
+): T {
+  const path = nonFinitePath(result);
+  if (path === null) return result;
+  const numbers: Array<[string, number]> = [];
+  requestNumbers(body, '', numbers);
+  if (stored !== null) requestNumbers({ securities: stored.map(calcSecurity) }, '', numbers);
+  let blamed: [string, number] | null = null;
+  let worst = -1;
+  for (const [name, value] of numbers) {
+    const decades = value === 0 ? 0 : Math.abs(Math.log10(Math.abs(value)));
+    if (decades > worst) [blamed, worst] = [[name, value], decades];
+  }
+  const figure = `${kind}.${path}`;
+  throw new InvalidInput(
+    blamed === null
+      ? `portfolio: its numbers make ${figure} not a finite number: ${OVERFLOW}.`
+      : `${blamed[0]}: ${blamed[1]} makes ${figure} not a finite number: ${OVERFLOW}.`,
+  );
+}
+
+/** The positions a stored portfolio supplied (the body gave none), else null. */
+export function storedBook(body: CalculationBody, checked: CheckedRequest): Security[] | null {
+  return body.securities === undefined || body.securities === null ? checked.securities : null;
+}
+
 /** The EXECUTE audit record of a calculation: `kind` names it when there is no portfolio. */
 export async function auditCalculation(
   db: Database,
@@ -321,10 +372,19 @@ export async function runStressTestCalculation(
       ),
     ),
   );
-  const computed = await timer.time('simulation', async () =>
-    prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
+  // finish refuses figures past ±1.8e308, naming the parameter (calc/figures.ts): a 400 as well.
+  const computed = await timer.time('simulation', async () => {
+    const simulated = await backend.simulate(prepared.scenario, prepared.simulation);
+    return asInvalidInput(() => prepared.finish(simulated));
+  });
+  const result = timer.timeSync('report', () =>
+    finiteResult(
+      'stress_test',
+      reportStressTest(computed, prepared.facts, checked),
+      body,
+      storedBook(body, checked),
+    ),
   );
-  const result = timer.timeSync('report', () => reportStressTest(computed, prepared.facts, checked));
   await timer.time('audit', () => auditCalculation(db, actor, 'stress test', 'stress_test', checked));
   return result;
 }
@@ -357,10 +417,18 @@ export async function runRiskAttributionCalculation(
   const computed =
     prepared.kind === 'analytic'
       ? prepared.result
-      : await timer.time('simulation', async () =>
-          prepared.finish(await backend.simulate(prepared.scenario, prepared.simulation)),
-        );
-  const result = timer.timeSync('report', () => reportRiskAttribution(computed, prepared.facts, checked));
+      : await timer.time('simulation', async () => {
+          const simulated = await backend.simulate(prepared.scenario, prepared.simulation);
+          return asInvalidInput(() => prepared.finish(simulated));
+        });
+  const result = timer.timeSync('report', () =>
+    finiteResult(
+      'risk_attribution',
+      reportRiskAttribution(computed, prepared.facts, checked),
+      body,
+      storedBook(body, checked),
+    ),
+  );
   await timer.time('audit', () =>
     auditCalculation(db, actor, 'risk attribution', 'risk_attribution', checked),
   );
