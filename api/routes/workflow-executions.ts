@@ -37,6 +37,27 @@ const WaitSeconds = Type.String({
     `Extension. Whole seconds, 0 to ${MAX_WAIT_SECONDS} (default 0): with workflow_execution_id, ` +
     'wait up to this long for the run to leave RUNNING before answering.',
 });
+/** The body of POST …/retry_failed: the period (the list endpoints' format), a limit, the workspace. */
+const RetryFailedFields = Type.Object({
+  start: Type.Optional(PeriodBound),
+  end: Type.Optional(PeriodBound),
+  date_time: Type.Optional(PeriodBound),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: RETRY_BATCH_MAX,
+      'x-rule': `an integer from 1 to ${RETRY_BATCH_MAX}`,
+      description: `Most executions to retry in this call: 1 to ${RETRY_BATCH_MAX}, default ${RETRY_BATCH_MAX}.`,
+    }),
+  ),
+  workspace: workspaceField,
+});
+/** One bound of the period at least (date_time gives both): the runs are chosen by it. */
+const PERIOD_GIVEN = Type.Unsafe<unknown>({
+  anyOf: ['start', 'end', 'date_time'].map((name) => ({ type: 'object', required: [name] })),
+  'x-message': 'Give the period whose failed executions to retry: start, end or date_time.',
+});
+
 const tags = ['Workflows'];
 const config = { auditEntity: 'Workflow' } as const;
 
@@ -257,20 +278,8 @@ const workflowExecutionRoutes: FastifyPluginAsyncTypebox<{
           'picked again). The period takes the list endpoints’ format (start, end or date_time: YYYYMMDD or ' +
           '"YYYYMMDD HH:MM:SS", UTC, both bounds inclusive); one bound at least is required.',
         params: IdParam,
-        body: Type.Object({
-          start: Type.Optional(PeriodBound),
-          end: Type.Optional(PeriodBound),
-          date_time: Type.Optional(PeriodBound),
-          limit: Type.Optional(
-            Type.Integer({
-              minimum: 1,
-              maximum: RETRY_BATCH_MAX,
-              'x-rule': `an integer from 1 to ${RETRY_BATCH_MAX}`,
-              description: `Most executions to retry in this call: 1 to ${RETRY_BATCH_MAX}, default ${RETRY_BATCH_MAX}.`,
-            }),
-          ),
-          workspace: workspaceField,
-        }),
+        // The fields, then the rule across them (allOf checks in order, so a field's own rule is told first).
+        body: Type.Intersect([RetryFailedFields, PERIOD_GIVEN]),
         querystring: WorkspaceQuery,
         response: {
           202: Type.Object({

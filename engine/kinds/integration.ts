@@ -299,14 +299,22 @@ export const INTEGRATION = resourceKind({
     headers: {
       schema: Type.Optional(
         Nullable(
-          Type.Record(
-            Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }),
-            Type.String({
-              maxLength: 8192,
-              pattern: '^[^\\r\\n\\u0000]*$',
-              'x-rule': 'a header value of at most 8192 characters without CR, LF or NUL',
-            }),
+          // propertyNames, not a patterned Record key: TypeBox makes that patternProperties, which
+          // lets every other key through with any value (a number reached the checks as a header
+          // value: a 500), and the OpenAPI document drops it.
+          Type.Object(
+            {},
             {
+              propertyNames: {
+                pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$",
+                'x-pattern-message':
+                  "has a key that is not a header name (1 to 100 letters, digits or !#$%&'*+.^_`|~-)",
+              },
+              additionalProperties: Type.String({
+                maxLength: 8192,
+                pattern: '^[^\\r\\n\\u0000]*$',
+                'x-rule': 'a header value of at most 8192 characters without CR, LF or NUL',
+              }),
               maxProperties: HEADERS_MAX,
               'x-rule': `at most ${HEADERS_MAX} header names (RFC 9110 tokens) to values without CR, LF or NUL`,
               description:

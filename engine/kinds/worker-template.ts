@@ -4,7 +4,7 @@ import type { Database } from '../platform/database';
 import { type TSchema, Type } from '@sinclair/typebox';
 import { type EntityRecord, findEntity } from '../store/entity-store';
 import { NAME_MAX } from '../store/entity-fields';
-import { Name, NON_BLANK_TEXT, Nullable, StoredObject } from '../store/field-schemas';
+import { Name, NON_BLANK_TEXT, Nullable, StorableText, StoredObject } from '../store/field-schemas';
 import { newBody, resourceKind, validateRequest } from '../store/resource-kind';
 import { Forbidden, InvalidInput } from '../platform/errors';
 import { transpileForPublishing } from './script-transpiler';
@@ -283,7 +283,7 @@ export const WORKER_TEMPLATE = resourceKind({
   // Python clients send None for every argument left unset: null means "not given" here.
   fields: {
     category: {
-      schema: Type.Optional(OrNull(Type.String({ maxLength: NAME_MAX }), { description: 'Default null.' })),
+      schema: Type.Optional(OrNull(StorableText({ maxLength: NAME_MAX }), { description: 'Default null.' })),
       view: Nullable(Type.String()),
       default: () => null,
       nullClears: true,
@@ -348,7 +348,8 @@ export const WORKER_TEMPLATE = resourceKind({
         OrNull(
           Type.Array(
             StoredObject(
-              { type: Type.String({ minLength: 1 }) },
+              // Declared, so its own schema: the other keys' (StorableJson) does not reach it.
+              { type: StorableText({ minLength: 1 }) },
               {
                 description: 'An input: id (or name) and type, and any further settings, kept as sent.',
                 // Not `properties`: a non-string id beside a good name is still an input with a key.

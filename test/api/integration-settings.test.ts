@@ -95,6 +95,16 @@ describe('HTTP and SMTP integrations', () => {
       { type: 'HTTP', base_url: 'https://api.vendor.test', headers: { 'X-Trace': 'a\r\nInjected: 1' } },
       'headers.X-Trace must be a header value of at most 8192 characters without CR, LF or NUL.',
     ],
+    // Every key a header name (it was a patterned record key, which let any other key through: with
+    // a number as its value, a 500).
+    [
+      { type: 'HTTP', base_url: 'https://api.vendor.test', headers: { 'bad name': 5 } },
+      "headers has a key that is not a header name (1 to 100 letters, digits or !#$%&'*+.^_`|~-).",
+    ],
+    [
+      { type: 'HTTP', base_url: 'https://api.vendor.test', headers: { 'X-Desk': 'risk', 'x\u0000y': 'v' } },
+      "headers has a key that is not a header name (1 to 100 letters, digits or !#$%&'*+.^_`|~-).",
+    ],
     [
       { type: 'HTTP', base_url: 'https://api.vendor.test', host: 'smtp.example.com' },
       'host is a setting of SMTP integrations, not HTTP.',

@@ -81,6 +81,7 @@ describe('OpenAPI document', () => {
       openapi: string;
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       paths: Record<string, Record<string, any>>;
+      components: { schemas: Record<string, unknown> };
     };
   }
   const body = (doc: Awaited<ReturnType<typeof document>>, method: string, path: string) =>
@@ -131,6 +132,130 @@ describe('OpenAPI document', () => {
     const form = doc.paths['/files']!.post.requestBody.content['multipart/form-data'].schema;
     expect(form.required).toEqual(['upload_id', 'part_number', 'total_parts', 'chunk']);
     expect(form).not.toHaveProperty('x-document-required');
+  });
+
+  type Schema = Record<string, unknown>;
+  /** The schema, with a `$ref` into the document's components followed. */
+  const follow = (doc: Awaited<ReturnType<typeof document>>, schema: unknown): Schema => {
+    let node = schema as Schema;
+    while (node && typeof node.$ref === 'string') {
+      node = doc.components.schemas[node.$ref.replace('#/components/schemas/', '')] as Schema;
+    }
+    return node;
+  };
+  /** Whether a value of this schema may be null (a schema without a type takes any value). */
+  const admitsNull = (doc: Awaited<ReturnType<typeof document>>, schema: unknown): boolean => {
+    const node = follow(doc, schema);
+    const branches = (node.anyOf ?? node.oneOf) as unknown[] | undefined;
+    if (branches) return branches.some((branch) => admitsNull(doc, branch));
+    if (node.const === null || (Array.isArray(node.enum) && node.enum.includes(null))) return true;
+    return node.type === undefined || [node.type].flat().includes('null');
+  };
+  /**
+   * Why `pointer` may find nothing usable in a value of `schema` (not required at some step, in some
+   * branch of an anyOf or oneOf, or null there), or null when every value has a non-null one there.
+   */
+  const missing = (
+    doc: Awaited<ReturnType<typeof document>>,
+    schema: unknown,
+    pointer: string[],
+  ): string | null => {
+    const node = follow(doc, schema);
+    const branches = (node.anyOf ?? node.oneOf) as unknown[] | undefined;
+    if (branches && pointer.length > 0) {
+      return branches.map((branch) => missing(doc, branch, pointer)).find((why) => why !== null) ?? null;
+    }
+    if (pointer.length === 0) return admitsNull(doc, node) ? 'may be null' : null;
+    const [head, ...rest] = pointer as [string, ...string[]];
+    if (!(Array.isArray(node.required) && node.required.includes(head))) return `${head} is not required`;
+    return missing(doc, (node.properties as Record<string, unknown>)[head], rest);
+  };
+
+  // schemathesis's stateful phase follows the document's links (and only those: schemathesis.toml
+  // turns its own guesses off). A link read from a field that may be null or absent sends that
+  // nothing as an id (`/workflows/None/…`), so each must read a required, non-nullable field.
+  test('every link reads a field every answer has, never null', async () => {
+    const doc = await document();
+    const problems: string[] = [];
+    const followed: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const [status, response] of Object.entries(
+          (operation.responses ?? {}) as Record<
+            string,
+            { links?: object; content?: Record<string, { schema?: unknown }> }
+          >,
+        )) {
+          for (const [name, raw] of Object.entries(response.links ?? {})) {
+            const link = raw as { operationRef: string; parameters?: object; requestBody?: object };
+            const where = `${method.toUpperCase()} ${path} ${status} → ${name}`;
+            const [, targetPath, targetMethod] = /^#\/paths\/(.+)\/([a-z]+)$/.exec(link.operationRef) ?? [];
+            const target =
+              doc.paths[(targetPath ?? '').replace(/~1/g, '/').replace(/~0/g, '~')]?.[targetMethod ?? ''];
+            if (!target) problems.push(`${where}: no operation ${link.operationRef}`);
+            for (const key of Object.keys(link.parameters ?? {})) {
+              const [location, parameter] = key.split('.');
+              if (
+                !target?.parameters?.some(
+                  (p: { in: string; name: string }) => p.in === location && p.name === parameter,
+                )
+              )
+                problems.push(`${where}: ${key} is not a parameter of the target`);
+            }
+            for (const expression of [
+              ...Object.values(link.parameters ?? {}),
+              ...Object.values(link.requestBody ?? {}),
+            ]) {
+              followed.push(`${where} ${String(expression)}`);
+              const pointer = /^\$response\.body#\/(.+)$/.exec(String(expression))?.[1];
+              if (pointer === undefined) {
+                problems.push(`${where}: ${String(expression)} is not read from the answer's body`);
+                continue;
+              }
+              const tokens = pointer.split('/').map((token) => token.replace(/~1/g, '/').replace(/~0/g, '~'));
+              const why = missing(doc, response.content?.['application/json']?.schema, tokens);
+              if (why !== null) problems.push(`${where}: ${String(expression)}: ${why}`);
+            }
+          }
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    // The links are there: a create's answer leads to the record, a run's to its retry.
+    expect(followed).toEqual(
+      expect.arrayContaining([
+        'POST /portfolios 200 → get_portfolios_id $response.body#/portfolio/id',
+        'POST /portfolios 200 → get_portfolios_id $response.body#/portfolio/workspace',
+        'POST /custom_indexes 200 → delete_custom_indexes_id $response.body#/custom_index/symbol',
+        'GET /secrets/{id} 200 → put_secrets_id $response.body#/secret/workspace',
+        'POST /workflows/{id}/run 202 → post_workflows_id_workflow_executions_execution_id_retry $response.body#/workflow_execution/id',
+      ]),
+    );
+    // None from an answer that may lack the record (a staged upload part), or from a nullable field.
+    expect(followed.filter((link) => link.startsWith('POST /files ') || link.includes('audit_logs'))).toEqual(
+      [],
+    );
+    // The check itself sees both: an audit record's workflow_id may be null, a staged part has no file.
+    const answer = (path: string, method: string) =>
+      doc.paths[path]![method].responses['200'].content['application/json'].schema;
+    expect(missing(doc, answer('/audit_logs/{id}', 'get'), ['entity', 'workflow_id'])).toBe('may be null');
+    expect(missing(doc, answer('/files', 'post'), ['file', 'id'])).toBe('file is not required');
+  });
+
+  test('retry_failed states that it needs a period: {} is refused before the workflow is looked up', async () => {
+    const doc = await document();
+    const [fields, rule] = body(doc, 'post', '/workflows/{id}/retry_failed').allOf;
+    expect(Object.keys(fields.properties)).toEqual(['start', 'end', 'date_time', 'limit', 'workspace']);
+    expect(rule.anyOf.map((branch: { required: string[] }) => branch.required)).toEqual([
+      ['start'],
+      ['end'],
+      ['date_time'],
+    ]);
+    const refused = await h.call('POST', `/v2/workflows/wrkf_${'z'.repeat(25)}/retry_failed`, {});
+    expect(refused.json()).toEqual({
+      code: 400,
+      message: 'Give the period whose failed executions to retry: start, end or date_time.',
+    });
   });
 
   test('a period on date is offered only to kinds with a date', async () => {

@@ -197,6 +197,11 @@ describe('worker templates', () => {
     ],
     [{ ...valid, form_inputs: [{ id: 'a' }] }, 'form_inputs[0].type is required.'],
     [
+      { ...valid, form_inputs: [{ id: 'a', type: 'x\u0000y' }] },
+      'form_inputs[0].type must be text (without NUL characters).',
+    ],
+    [{ ...valid, category: 'x\u0000y' }, 'category must be text (without NUL characters).'],
+    [
       {
         ...valid,
         form_inputs: [
