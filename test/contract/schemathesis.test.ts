@@ -29,10 +29,13 @@ const STATEFUL_SCENARIOS = '300';
  * to 12 requests (max-steps, schemathesis.toml) along the links the document declares (and only those:
  * schemathesis's own guesses are off there, since one filled a path id from an audit record's null
  * `workflow_id` and sent `/workflows/None/…`), each link read from a field every answer has and never
- * null (test/api/openapi.test.ts); at most 300 scenarios (Hypothesis ends the phase sooner: about 200,
- * 70 s on two cores). A 400 to a schema-valid request passes only where schemathesis.toml lists its rule
- * (listed-refusals.py). For a run by hand, ST_EXTRA adds schemathesis arguments (split on spaces)
- * and LISTED_REFUSALS_REPORT=<file> makes listed-refusals.py collect unlisted refusals there instead.
+ * null (test/api/openapi.test.ts); at most 300 scenarios (Hypothesis ends the phase sooner: 200 to
+ * 250, 70 to 120 s on two cores). That phase is not request for request the same every run: whether a
+ * step takes a link's value or explores is drawn from true randomness (schemathesis 4.32), and the ids
+ * it links are the ones the service made. A 400 to a schema-valid request passes only where
+ * schemathesis.toml lists its rule (listed-refusals.py). For a run by hand, ST_EXTRA adds schemathesis
+ * arguments (split on spaces) and LISTED_REFUSALS_REPORT=<file> makes listed-refusals.py collect
+ * unlisted refusals there instead.
  */
 describe('schemathesis against the served OpenAPI document', () => {
   // A worker polls the app's task queue, as in a deployment: Try it (POST /worker_templates/try)

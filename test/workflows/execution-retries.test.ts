@@ -436,13 +436,18 @@ describe('retrying failed executions', () => {
     );
     const bulk = doc.paths['/workflows/{id}/retry_failed'].post;
     expect(Object.keys(bulk.responses).sort()).toEqual(['202', '400', '401', '404', '429', '503']);
-    expect(Object.keys(bulk.requestBody.content['application/json'].schema.properties).sort()).toEqual([
+    // The fields, then the rule across them: one bound of the period at least.
+    const [fields, period] = bulk.requestBody.content['application/json'].schema.allOf;
+    expect(Object.keys(fields.properties).sort()).toEqual([
       'date_time',
       'end',
       'limit',
       'start',
       'workspace',
     ]);
+    expect(period['x-message']).toBe(
+      'Give the period whose failed executions to retry: start, end or date_time.',
+    );
     const schema = (title: string) =>
       Object.values(doc.components.schemas).find((s) => (s as { title?: string }).title === title) as {
         properties: Record<string, unknown>;
