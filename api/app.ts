@@ -264,7 +264,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     maxPayloadBytes: deps.config.maxPayloadBytes,
     publicUrl: deps.config.publicUrl,
   };
-  await app.register(fileContentRoutes, pageOptions);
+  await app.register(fileContentRoutes, { ...pageOptions, gzipLevel: deps.config.responseGzipLevel ?? 1 });
   await app.register(reportPageRoutes, pageOptions);
   await app.register(consoleRoutes, { db: deps.db, temporalUiUrl: deps.config.temporalUiUrl ?? null });
   await app.register(sdkFunctionRoutes, {

@@ -73,6 +73,17 @@ export function describeError(
   return { status: 500, message: 'Internal Server Error' };
 }
 
+/** Headers that describe a response's body, set by a route whose body never went out. */
+const CONTENT_HEADERS = ['content-encoding', 'content-disposition', 'content-range'];
+
+function forgetContentHeaders(reply: FastifyReply): void {
+  for (const name of CONTENT_HEADERS) {
+    reply.removeHeader(name);
+    // A stream response copies its headers onto the raw response before its first byte.
+    if (!reply.raw.headersSent) reply.raw.removeHeader(name);
+  }
+}
+
 const OPERATION_BY_METHOD: Record<string, AuditOperation> = {
   GET: 'VIEW',
   POST: 'CREATE',
@@ -91,6 +102,10 @@ export default fp(
       const { status, message } = describeError(error, options.maxPayloadBytes, request);
       if (status >= 500) request.log.error({ err: error }, 'request failed');
       else request.log.info({ status, message }, 'request refused');
+      // An error can replace a response whose stream failed before its first byte: the headers of
+      // that response (its Content-Encoding above all, which the compressor then takes as "already
+      // encoded") must not label the plain JSON error.
+      forgetContentHeaders(reply);
       return reply.code(status).type('application/json; charset=utf-8').send({ code: status, message });
     });
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { deflateSync, gunzipSync, gzipSync } from 'node:zlib';
 import { createTestAccount, type TestAccount } from '../support/test-app';
 import { useTestApp } from '../support/use-test-app';
 
@@ -355,6 +355,81 @@ describe('files (JSON)', () => {
       headers: { authorization: h.account.bearer },
     });
     expect(malformed.statusCode).toBe(404);
+  });
+
+  test('GET /file/<uid> with Accept-Encoding gzip: every stored byte back, whatever the content begins with; text compressed, the rest as is', async () => {
+    // Decoded as a client does: a gzip Content-Encoding is undone before the bytes are used.
+    const download = async (url: string) => {
+      const res = await h.app.inject({
+        method: 'GET',
+        url,
+        headers: { authorization: h.account.bearer, 'accept-encoding': 'gzip, deflate, br' },
+      });
+      expect(res.statusCode).toBe(200);
+      const encoding = res.headers['content-encoding'];
+      return { encoding, bytes: encoding === 'gzip' ? gunzipSync(res.rawPayload) : res.rawPayload };
+    };
+    const tsv = Buffer.from('X\tY\n1\t2\n'.repeat(200)); // "X<tab>" reads as a zlib header
+    const text = Buffer.from('(S&P 500 members)\n'.repeat(300)); // so does "(S"
+    const archive = gzipSync(Buffer.from('symbol,price\nAAPL,1\n'.repeat(500)));
+    const zlibbed = deflateSync(randomBytes(5_000));
+    for (const [contentType, content, encoded] of [
+      ['text/plain', tsv, true],
+      ['text/csv', text, true],
+      ['image/svg+xml', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'), true],
+      ['application/json', Buffer.from(JSON.stringify({ n: [1, 2, 3] })), true],
+      ['application/zip', archive, false],
+      ['application/octet-stream', archive, false],
+      ['application/octet-stream', zlibbed, false],
+      ['image/png', randomBytes(4_000), false],
+    ] as Array<[string, Buffer, boolean]>) {
+      const created = await create({
+        name: 'content',
+        content_type: contentType,
+        data: content.toString('base64'),
+      });
+      const got = await download(created.url);
+      expect([contentType, got.encoding]).toEqual([contentType, encoded ? 'gzip' : undefined]);
+      expect([contentType, sha256(got.bytes)]).toEqual([contentType, sha256(content)]);
+    }
+  });
+
+  test('GET /file/<uid>: a text file read without Accept-Encoding comes back as is, with its length', async () => {
+    const content = Buffer.from('X\tY\n1\t2\n');
+    const created = await create({
+      name: 'plain.tsv',
+      content_type: 'text/plain',
+      data: content.toString('base64'),
+    });
+    const raw = await h.app.inject({
+      method: 'GET',
+      url: created.url,
+      headers: { authorization: h.account.bearer },
+    });
+    expect(raw.headers['content-encoding']).toBeUndefined();
+    expect(raw.headers['content-length']).toBe(String(content.length));
+    expect(raw.headers.vary).toBe('Accept-Encoding');
+    expect(raw.rawPayload.equals(content)).toBe(true);
+  });
+
+  test('GET /file/<uid> whose bytes are gone before the first one went out: a plain JSON error, not labelled gzip', async () => {
+    const created = await create({
+      name: 'lost.txt',
+      content_type: 'text/plain',
+      data: Buffer.from('X\tY\n').toString('base64'),
+    });
+    const row = await h.db('entities').where({ kind: 'file', id: created.id }).first();
+    await h.db('file_chunks').where({ blob_id: row.body.blob_id }).delete();
+    const res = await h.app.inject({
+      method: 'GET',
+      url: created.url,
+      headers: { authorization: h.account.bearer, 'accept-encoding': 'gzip' },
+    });
+    expect(res.statusCode).toBe(500);
+    const body = res.headers['content-encoding'] === 'gzip' ? gunzipSync(res.rawPayload) : res.rawPayload;
+    expect(JSON.parse(body.toString())).toEqual({ code: 500, message: 'Internal Server Error' });
+    expect(res.headers['content-disposition']).toBeUndefined();
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
   test('another account sees 404 on retrieve, part download, update and delete; lists stay apart', async () => {
