@@ -22,7 +22,7 @@ import { DateYmd } from '../schemas/fields';
 const Symbol = Type.String({
   minLength: 1,
   maxLength: 200,
-  pattern: '^(?=.*\\S)[^\\u0000-\\u001f\\u007f]+$',
+  pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$',
   description: 'A symbol: an option is `UNDERLYING YYYYMMDD C|P STRIKE`.',
 });
 const Symbols = Type.Array(Symbol, {

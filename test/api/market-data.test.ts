@@ -130,6 +130,10 @@ describe('market data', () => {
     ['symbols_check', { symbols: [] }],
     ['symbols_price', { symbols: Array.from({ length: 101 }, (_, i) => `S${i}`) }],
     ['symbols_price', { symbols: ['tab\there'] }],
+    ['symbols_price', { symbols: ['   '] }],
+    ['symbols_price', { symbols: ['\u3000\u00a0'] }],
+    ['symbols_price', { symbols: ['AAPL\u007f'] }],
+    ['symbols_check', { symbols: [' '] }],
     ['symbols_historical', { symbols: ['AAPL'], start_date: '20221228', end_date: '20221201' }],
     ['symbols_historical', { symbols: 'AAPL' }],
   ])('%s with bad input %j → 400 {code, message}', async (method, body) => {
