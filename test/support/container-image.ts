@@ -410,6 +410,9 @@ async function removeOtherBases(podman: Podman, keep: string): Promise<void> {
  * reusing podman's layer cache. A host behind a TLS-intercepting proxy (NODE_EXTRA_CA_CERTS set, as
  * npm here needs it) lends its CA bundle to the build only, for `npm ci`.
  */
+/** The tag of the Dockerfile's `dependencies` stage, kept so that its layers stay a cache. */
+const DEPENDENCIES_TAG = 'localhost/pas-dependencies:cache';
+
 export async function buildImage(
   podman: Podman,
   baseImage: string,
@@ -432,6 +435,15 @@ export async function buildImage(
     const inBuild = '/run/pas-build/ca-certificates.crt';
     args.push('--build-arg', `NODE_EXTRA_CA_CERTS=${inBuild}`, '--volume', `${hostCa}:${inBuild}:ro`);
   }
+  // The dependencies stage gets a tag of its own first: untagged, its image (npm ci, a minute) would be
+  // pruned below with the earlier builds' images, and every build would install the packages again.
+  // Tagged, the next build whose package files are unchanged takes it from the cache.
+  await podman.mustRun(
+    [...args.map((arg) => (arg === tag ? DEPENDENCIES_TAG : arg)), '--target', 'dependencies', PROJECT_ROOT],
+    {
+      timeoutMs: 1_200_000,
+    },
+  );
   const result = await podman.mustRun([...args, PROJECT_ROOT], { timeoutMs: 1_200_000 });
   // Earlier builds' images, now untagged, go; the layers this build used stay as its cache.
   await podman.mustRun(['image', 'prune', '--force']);
